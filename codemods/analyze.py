@@ -1,0 +1,507 @@
+"""Extract `ModuleFacts` from one module with the stdlib `ast`: static, nothing is imported."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from .facts import (
+    Access,
+    Call,
+    ClassFacts,
+    FunctionFacts,
+    Guard,
+    KeyUse,
+    ModuleFacts,
+    Param,
+    Producer,
+    Submodule,
+)
+
+ATTR = "make_empty_intermediate_tensors"
+FACTORY = "make_empty_intermediate_tensors_factory"
+IT = "intermediate_tensors"
+DYNAMIC_BUILDERS = {"init_vllm_registered_model", "build_model", "_init_model", "init_model"}
+RANK_WORDS = ("is_first_rank", "is_last_rank", "get_pp_group", "pp_group", IT, "pp_rank", "pp_size")
+SUPPRESSION = re.compile(r"#\s*contractfix:\s*ignore\[([A-Z0-9,\s]+)\]")
+
+
+def analyze_source(source: bytes, path: str, module: str) -> ModuleFacts:
+    """Parse `source` and return its facts. Raises SyntaxError / ValueError on bad input."""
+    tree = ast.parse(source, filename=path)
+    text = source.decode("utf-8", errors="replace")
+    facts = ModuleFacts(
+        path=path,
+        module=module,
+        uses_pipe_optional="| None" in text,
+        uses_typing_optional="Optional[" in text,
+        future_annotations="from __future__ import annotations" in text,
+        suppressions=_suppressions(text),
+    )
+    for node in _module_statements(tree.body):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            _record_import(facts, node)
+        elif isinstance(node, ast.ClassDef):
+            facts.classes[node.name] = _ClassAnalyzer(node).run()
+    return facts
+
+
+def _suppressions(text: str) -> dict[int, tuple[str, ...]]:
+    if "contractfix:" not in text:
+        return {}
+    found = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        match = SUPPRESSION.search(line)
+        if match:
+            found[number] = tuple(c.strip() for c in match.group(1).split(",") if c.strip())
+    return found
+
+
+def _module_statements(body: list[ast.stmt]):
+    """Module-level statements, looking into `if` / `try` blocks (TYPE_CHECKING, platform)."""
+    for node in body:
+        if isinstance(node, ast.If):
+            yield from _module_statements(node.body)
+            yield from _module_statements(node.orelse)
+        elif isinstance(node, ast.Try):
+            for block in (node.body, node.orelse, node.finalbody, *[h.body for h in node.handlers]):
+                yield from _module_statements(block)
+        else:
+            yield node
+
+
+def _record_import(facts: ModuleFacts, node: ast.Import | ast.ImportFrom) -> None:
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            local = alias.asname or alias.name.split(".")[0]
+            target = alias.name if alias.asname else alias.name.split(".")[0]
+            facts.imports.setdefault(local, []).append((target, None))
+        return
+    base = node.module or ""
+    if node.level:
+        package = facts.module.split(".")
+        if not facts.path.endswith("__init__.py"):
+            package = package[:-1]
+        package = package[: len(package) - (node.level - 1)]
+        base = ".".join(package + ([node.module] if node.module else []))
+    for alias in node.names:
+        if alias.name != "*":
+            facts.imports.setdefault(alias.asname or alias.name, []).append((base, alias.name))
+
+
+def dotted(node: ast.AST) -> tuple[str, ...] | None:
+    """`self.model.forward` -> ("self", "model", "forward"); `super().forward` -> ("super", "forward")."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "super":
+        parts.append("super")
+    else:
+        return None
+    return tuple(reversed(parts))
+
+
+def _base_name(node: ast.expr) -> str:
+    if isinstance(node, ast.Subscript):
+        node = node.value
+    chain = dotted(node)
+    return ".".join(chain) if chain else ast.unparse(node)
+
+
+def _condition(test: ast.expr) -> tuple[str, bool] | None:
+    """A configuration condition as (normalized source, polarity); None for rank/runtime tests."""
+    polarity = True
+    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test, polarity = test.operand, not polarity
+    source = ast.unparse(test)
+    if any(word in source for word in RANK_WORDS):
+        return None
+    if "self." in source or "config" in source:
+        return (source, polarity)
+    return None
+
+
+def _always_exits(body: list[ast.stmt]) -> bool:
+    return bool(body) and isinstance(body[-1], (ast.Return, ast.Raise))
+
+
+def _params(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Param]:
+    args = fn.args
+    out: list[Param] = []
+    positional = [*args.posonlyargs, *args.args]
+    defaults = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
+    for index, (arg, default) in enumerate(zip(positional, defaults)):
+        kind = "posonly" if index < len(args.posonlyargs) else "positional"
+        out.append(_param(arg, kind, default))
+    if args.vararg:
+        out.append(_param(args.vararg, "vararg", None))
+    for arg, default in zip(args.kwonlyargs, args.kw_defaults):
+        out.append(_param(arg, "kwonly", default))
+    if args.kwarg:
+        out.append(_param(args.kwarg, "kwarg", None))
+    return out
+
+
+def _param(arg: ast.arg, kind: str, default: ast.expr | None) -> Param:
+    return Param(
+        name=arg.arg,
+        kind=kind,
+        line=arg.lineno,
+        column=arg.col_offset,
+        has_default=default is not None,
+        default_is_none=isinstance(default, ast.Constant) and default.value is None,
+        annotation=ast.unparse(arg.annotation) if arg.annotation is not None else None,
+    )
+
+
+class _ClassAnalyzer:
+    def __init__(self, node: ast.ClassDef) -> None:
+        self.node = node
+        self.facts = ClassFacts(
+            name=node.name,
+            line=node.lineno,
+            column=node.col_offset,
+            bases=[_base_name(b) for b in node.bases],
+        )
+        self.facts.is_protocol = any(b.split(".")[-1] == "Protocol" for b in self.facts.bases)
+
+    def run(self) -> ClassFacts:
+        for item in self.node.body:
+            if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self._method(item)
+            elif isinstance(item, ast.Assign):
+                self._class_attribute(item)
+        return self.facts
+
+    def _class_attribute(self, node: ast.Assign) -> None:
+        for target in node.targets:
+            if isinstance(target, ast.Name) and target.id == ATTR:
+                self.facts.producers.append(
+                    Producer("unknown", node.lineno, node.col_offset, attr=ATTR)
+                )
+
+    def _method(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        self.facts.method_names.add(fn.name)
+        if fn.name == ATTR:
+            facts = _FunctionAnalyzer(fn, producer=True).run()
+            self.facts.methods[fn.name] = facts
+            self.facts.producers.append(
+                Producer("method", fn.lineno, fn.col_offset, method=fn.name)
+            )
+            return
+        if fn.name == "__init__":
+            self.facts.init_line = fn.lineno
+            for stmt in fn.body:
+                for attr in _self_targets(stmt):
+                    self.facts.init_last_assign[attr] = stmt.end_lineno or stmt.lineno
+        _InitWalker(self.facts, fn).walk(fn.body, ())
+        params = {a.arg for a in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]}
+        mentions = IT in params or any(
+            isinstance(n, ast.Name) and n.id in (IT, "IntermediateTensors") for n in ast.walk(fn)
+        )
+        if mentions:
+            self.facts.methods[fn.name] = _FunctionAnalyzer(fn, producer=False).run()
+
+
+def _self_targets(stmt: ast.stmt) -> list[str]:
+    targets = stmt.targets if isinstance(stmt, ast.Assign) else (
+        [stmt.target] if isinstance(stmt, ast.AnnAssign) else []
+    )
+    return [
+        t.attr
+        for t in targets
+        if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"
+    ]
+
+
+class _InitWalker:
+    """Finds producers (`self.make_empty_intermediate_tensors = ...`) and submodules in a method."""
+
+    def __init__(self, facts: ClassFacts, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        self.facts = facts
+        self.fn = fn
+        self.nested = {
+            n.name: n for n in fn.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+        }
+
+    def walk(self, body: list[ast.stmt], guard: Guard) -> None:
+        for stmt in body:
+            if isinstance(stmt, ast.If):
+                cond = _condition(stmt.test)
+                self.walk(stmt.body, guard + ((cond,) if cond else ()))
+                negated = ((cond[0], not cond[1]),) if cond else ()
+                self.walk(stmt.orelse, guard + negated)
+            elif isinstance(stmt, (ast.With, ast.For, ast.While, ast.Try)):
+                for block in _blocks(stmt):
+                    self.walk(block, guard)
+            elif isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
+                self._assign(stmt, guard)
+
+    def _assign(self, stmt: ast.Assign | ast.AnnAssign, guard: Guard) -> None:
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+        for target in targets:
+            if isinstance(target, ast.Name):
+                sub = _submodule(target.id, stmt.value, stmt.lineno)
+                if sub:
+                    self.facts.locals_.setdefault(target.id, []).append(sub)
+                continue
+            if not (isinstance(target, ast.Attribute) and dotted(target.value) == ("self",)):
+                continue
+            if target.attr == ATTR:
+                self.facts.producers.append(self._producer(stmt, guard))
+            elif target.attr.startswith("make_empty") and target.attr != ATTR:
+                self.facts.misspelled_producer.append(
+                    Producer("unknown", stmt.lineno, stmt.col_offset, attr=target.attr)
+                )
+            else:
+                sub = _submodule(target.attr, stmt.value, stmt.lineno)
+                if sub is None and isinstance(stmt.value, ast.Name):
+                    for local in self.facts.locals_.get(stmt.value.id, []):
+                        sub = Submodule(target.attr, local.ctor, stmt.lineno, local.dynamic)
+                if sub:
+                    self.facts.submodules.setdefault(target.attr, []).append(sub)
+
+    def _producer(self, stmt: ast.Assign | ast.AnnAssign, guard: Guard) -> Producer:
+        value = stmt.value
+        where = dict(line=stmt.lineno, column=stmt.col_offset, guard=guard)
+        if isinstance(value, ast.Call) and (dotted(value.func) or ("",))[-1] == FACTORY:
+            keys_node = value.args[0] if value.args else next(
+                (k.value for k in value.keywords if k.arg in ("keys", "tensor_names")), None
+            )
+            keys = None
+            if isinstance(keys_node, (ast.List, ast.Tuple)) and all(
+                isinstance(e, ast.Constant) and isinstance(e.value, str) for e in keys_node.elts
+            ):
+                keys = tuple(e.value for e in keys_node.elts)
+            return Producer(
+                "factory",
+                keys=keys,
+                list_line=getattr(keys_node, "lineno", 0),
+                list_column=getattr(keys_node, "col_offset", 0),
+                **where,
+            )
+        chain = dotted(value) if isinstance(value, ast.Attribute) else None
+        if chain and chain[-1] == ATTR and len(chain) > 1:
+            return Producer("delegate", target=chain[:-1], **where)
+        if chain and chain[0] == "self" and len(chain) == 2:
+            return Producer("method", method=chain[1], **where)
+        if isinstance(value, ast.Name) and value.id in self.nested:
+            name = f"{self.fn.name}.<locals>.{value.id}"
+            self.facts.methods[name] = _FunctionAnalyzer(self.nested[value.id], producer=True).run()
+            return Producer("method", method=name, **where)
+        return Producer("unknown", **where)
+
+
+def _submodule(attr: str, value: ast.expr, line: int) -> Submodule | None:
+    if not isinstance(value, ast.Call):
+        return None
+    chain = dotted(value.func)
+    if chain is None or chain[0] == "self":
+        return None
+    name = ".".join(chain)
+    return Submodule(attr, name, line, dynamic=chain[-1] in DYNAMIC_BUILDERS)
+
+
+def _blocks(stmt: ast.stmt) -> list[list[ast.stmt]]:
+    if isinstance(stmt, ast.Try):
+        return [stmt.body, stmt.orelse, stmt.finalbody, *[h.body for h in stmt.handlers]]
+    return [stmt.body, getattr(stmt, "orelse", [])]
+
+
+class _FunctionAnalyzer:
+    """Keys read / sent / allocated in one function, with their configuration guards."""
+
+    def __init__(self, fn: ast.FunctionDef | ast.AsyncFunctionDef, producer: bool) -> None:
+        self.fn = fn
+        self.producer = producer
+        self.facts = FunctionFacts(fn.name, fn.lineno, fn.col_offset, params=_params(fn))
+        self.aliases = {IT}
+        self.kwargs_dicts: set[str] = set()
+        self.local_dicts: dict[str, list[KeyUse]] = {}
+        self.it_vars: dict[str, list[KeyUse]] = {}
+        self.inner_vars: set[str] = set()
+
+    def run(self) -> FunctionFacts:
+        self._block(self.fn.body, ())
+        return self.facts
+
+    def _block(self, body: list[ast.stmt], guard: Guard) -> None:
+        for stmt in body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            if isinstance(stmt, ast.If):
+                cond = _condition(stmt.test)
+                self._expr(stmt.test, guard)
+                self._block(stmt.body, guard + ((cond,) if cond else ()))
+                negated = ((cond[0], not cond[1]),) if cond else ()
+                self._block(stmt.orelse, guard + negated)
+                if cond and _always_exits(stmt.body) and not stmt.orelse:
+                    guard = guard + negated
+                continue
+            if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try)):
+                for child in ast.iter_child_nodes(stmt):
+                    if isinstance(child, ast.expr):
+                        self._expr(child, guard)
+                for block in _blocks(stmt):
+                    self._block(block, guard)
+                continue
+            self._statement(stmt, guard)
+
+    def _statement(self, stmt: ast.stmt, guard: Guard) -> None:
+        if isinstance(stmt, ast.Assign):
+            self._assignment(stmt.targets, stmt.value, guard)
+        elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+            self._assignment([stmt.target], stmt.value, guard)
+        elif isinstance(stmt, ast.Return) and stmt.value is not None:
+            self._return(stmt.value, guard)
+        elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+            call = stmt.value
+            chain = dotted(call.func) or ()
+            if len(chain) == 2 and chain[0] in self.local_dicts and chain[1] == "update":
+                self.local_dicts[chain[0]].append(KeyUse(None, stmt.lineno, guard))
+        self._expr(stmt, guard, skip_returned=isinstance(stmt, ast.Return))
+
+    def _assignment(self, targets: list[ast.expr], value: ast.expr, guard: Guard) -> None:
+        for target in targets:
+            if isinstance(target, ast.Name):
+                if isinstance(value, ast.Name) and value.id in self.aliases:
+                    self.aliases.add(target.id)
+                elif isinstance(value, ast.Dict):
+                    self.local_dicts[target.id] = self._dict_keys(value, guard)
+                    if any(isinstance(v, ast.Name) and v.id in self.aliases for v in value.values):
+                        self.kwargs_dicts.add(target.id)
+                elif _is_it_ctor(value):
+                    self.it_vars[target.id] = self._ctor_keys(value, guard)
+                elif self._is_delegated_alloc(value):
+                    self.it_vars[target.id] = []
+                elif isinstance(value, ast.Call) and self._passes_it(value):
+                    self.inner_vars.add(target.id)
+                elif target.id in self.inner_vars and not isinstance(value, ast.Name):
+                    self.inner_vars.discard(target.id)
+                    self.facts.returns_inner_altered.append(value.lineno)
+            elif isinstance(target, ast.Subscript) and isinstance(target.value, (ast.Name, ast.Attribute)):
+                owner = target.value
+                if isinstance(owner, ast.Attribute) and owner.attr == "tensors":
+                    owner = owner.value
+                if isinstance(owner, ast.Name):
+                    key = _const_str(target.slice)
+                    use = KeyUse(key, target.lineno, guard)
+                    if owner.id in self.local_dicts:
+                        self.local_dicts[owner.id].append(use)
+                    elif owner.id in self.it_vars:
+                        self.it_vars[owner.id].append(use)
+            elif isinstance(target, ast.Tuple):
+                for elt in target.elts:
+                    if isinstance(elt, ast.Name):
+                        self.inner_vars.discard(elt.id)
+
+    def _return(self, value: ast.expr, guard: Guard) -> None:
+        keys: list[KeyUse] | None = None
+        if _is_it_ctor(value):
+            keys = self._ctor_keys(value, guard)
+        elif isinstance(value, ast.Name) and value.id in self.it_vars:
+            keys = [KeyUse(u.key, u.line, guard + u.guard[len(guard):]) for u in self.it_vars[value.id]]
+        if keys is not None:
+            (self.facts.allocs if self.producer else self.facts.sends).extend(keys)
+            if self.producer:
+                self.facts.alloc_dict_lines.append(value.lineno)
+        if self.producer and self._is_delegated_alloc(value):
+            return
+        if isinstance(value, ast.Call) and self._passes_it(value):
+            chain = dotted(value.func)
+            if chain:
+                self.facts.calls.append(Call(chain, value.lineno, guard, returned=True))
+
+    def _is_delegated_alloc(self, value: ast.expr) -> bool:
+        if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)):
+            return False
+        chain = dotted(value.func)
+        if chain and chain[-1] == ATTR and len(chain) > 1:
+            self.facts.alloc_delegations.append(Call(chain[:-1], value.lineno))
+            return True
+        return False
+
+    def _ctor_keys(self, call: ast.Call, guard: Guard) -> list[KeyUse]:
+        arg = call.args[0] if call.args else next(
+            (k.value for k in call.keywords if k.arg == "tensors"), None
+        )
+        if isinstance(arg, ast.Dict):
+            return self._dict_keys(arg, guard)
+        if isinstance(arg, ast.Name) and arg.id in self.local_dicts:
+            return list(self.local_dicts[arg.id])
+        if isinstance(arg, ast.Call) and dotted(arg.func) == ("dict",):
+            return [KeyUse(k.arg, call.lineno, guard) for k in arg.keywords]
+        return [KeyUse(None, call.lineno, guard)]
+
+    def _dict_keys(self, node: ast.Dict, guard: Guard) -> list[KeyUse]:
+        return [
+            KeyUse(_const_str(k) if k is not None else None, getattr(k, "lineno", node.lineno), guard)
+            for k in node.keys
+        ]
+
+    def _passes_it(self, call: ast.Call) -> bool:
+        for arg in [*call.args, *[k.value for k in call.keywords]]:
+            if isinstance(arg, ast.Name) and arg.id in self.aliases:
+                return True
+            if isinstance(arg, ast.Starred) and isinstance(arg.value, ast.Name) and arg.value.id in self.aliases:
+                return True
+        return any(
+            k.arg is None and isinstance(k.value, ast.Name) and k.value.id in self.kwargs_dicts
+            for k in call.keywords
+        )
+
+    def _expr(self, root: ast.AST, guard: Guard, skip_returned: bool = False) -> None:
+        for node in ast.walk(root):
+            if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
+                self._read(node, guard)
+            elif isinstance(node, ast.Call):
+                self._call(node, guard, root, skip_returned)
+            elif isinstance(node, ast.Compare):
+                for op, right in zip(node.ops, node.comparators):
+                    if isinstance(op, (ast.In, ast.NotIn)) and self._is_alias(right):
+                        self.facts.accesses.append(
+                            Access("in", node.lineno, node.col_offset, ast.unparse(node))
+                        )
+
+    def _is_alias(self, node: ast.expr) -> bool:
+        return isinstance(node, ast.Name) and node.id in self.aliases
+
+    def _read(self, node: ast.Subscript, guard: Guard) -> None:
+        owner = node.value
+        if isinstance(owner, ast.Attribute) and owner.attr == "tensors":
+            owner = owner.value
+        if not self._is_alias(owner):
+            return
+        if isinstance(node.slice, ast.Slice):
+            return
+        self.facts.reads.append(KeyUse(_const_str(node.slice), node.lineno, guard))
+
+    def _call(self, node: ast.Call, guard: Guard, root: ast.AST, skip_returned: bool) -> None:
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr == "get" and self._is_alias(func.value):
+            self.facts.accesses.append(
+                Access("get", node.lineno, node.col_offset, ast.unparse(node))
+            )
+            self.facts.reads.append(
+                KeyUse(_const_str(node.args[0]) if node.args else None, node.lineno, guard)
+            )
+            return
+        if skip_returned and isinstance(root, ast.Return) and node is root.value:
+            return
+        if self._passes_it(node):
+            chain = dotted(func)
+            if chain:
+                self.facts.calls.append(Call(chain, node.lineno, guard))
+
+
+def _is_it_ctor(node: ast.expr) -> bool:
+    return isinstance(node, ast.Call) and (dotted(node.func) or ("",))[-1] == "IntermediateTensors"
+
+
+def _const_str(node: ast.expr | None) -> str | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    return None

@@ -1,0 +1,112 @@
+"""Apply fix plans to source bytes with libcst, verify the result, and write it atomically."""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import libcst as cst
+from libcst.codemod import CodemodContext
+from libcst.codemod.visitors import AddImportsVisitor
+
+from .findings import Edit, Finding
+from .fixes import TRANSFORMERS
+from .fixes.default_none import DefaultNone
+
+
+class FixError(Exception):
+    """A fix that could not be applied or verified; the file is left untouched."""
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    before: bytes
+    after: bytes
+    spans: tuple[tuple[int, int], ...]
+
+
+def rewrite(source: bytes, edits: list[Edit]) -> Rewrite:
+    """Apply `edits` bottom-up, so that each edit's line numbers still hold when it runs."""
+    try:
+        module = cst.parse_module(source)
+    except cst.ParserSyntaxError as error:
+        raise FixError(f"libcst cannot parse the file: {error.message}") from None
+    spans: list[tuple[int, int]] = []
+    needs_optional = False
+    for edit in sorted(edits, key=lambda e: (e.line, e.column), reverse=True):
+        transformer = TRANSFORMERS[edit.kind]([edit])
+        module = cst.MetadataWrapper(module).visit(transformer)
+        if edit not in transformer.applied:
+            raise FixError(f"could not locate the code to edit at line {edit.line} ({edit.kind})")
+        spans.extend(transformer.spans)
+        needs_optional |= isinstance(transformer, DefaultNone) and transformer.needs_optional_import
+    if needs_optional:
+        context = CodemodContext()
+        AddImportsVisitor.add_needed_import(context, "typing", "Optional")
+        module = AddImportsVisitor(context).transform_module(module)
+    return Rewrite(source, module.bytes, tuple(spans))
+
+
+def verify_syntax(result: Rewrite, path: Path) -> None:
+    try:
+        compile(ast.parse(result.after, filename=str(path)), str(path), "exec")
+    except (SyntaxError, ValueError) as error:
+        raise FixError(f"the fixed file does not compile: {error}") from None
+
+
+def verify_scope(result: Rewrite) -> None:
+    """Every changed line lies in an edited span; added lines keep the file's line endings."""
+    old = result.before.splitlines(keepends=True)
+    new = result.after.splitlines(keepends=True)
+    newline = b"\r\n" if result.before.count(b"\r\n") * 2 > result.before.count(b"\n") else b"\n"
+    matcher = difflib.SequenceMatcher(a=old, b=new, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        inside = any(start - 1 <= i1 and i2 <= end for start, end in result.spans)
+        only_imports = tag == "insert" and all(line.lstrip().startswith((b"from ", b"import ")) for line in new[j1:j2])
+        if not (inside or only_imports):
+            raise FixError(f"the fix changed lines {i1 + 1}-{i2} outside the code it meant to edit")
+        for line in new[j1:j2]:
+            if line.endswith(b"\n") and not line.endswith(newline) and newline == b"\r\n":
+                raise FixError("the fix would change the file's line endings")
+
+
+
+
+def write_atomic(path: Path, result: Rewrite) -> None:
+    """Replace `path` with the fixed bytes via a temp file and rename, keeping its mode.
+
+    Refuses symlinks, read-only files and files that changed since they were analyzed.
+    """
+    if path.is_symlink():
+        raise FixError("is a symbolic link; not written (fix the file it points to)")
+    if not os.access(path, os.W_OK):
+        raise FixError("is read-only; not written")
+    if path.read_bytes() != result.before:
+        raise FixError("changed on disk since it was analyzed; not written")
+    mode = path.stat().st_mode & 0o7777
+    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".contractfix", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(result.after)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(temp, mode)
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+
+
+def edits_of(findings: list[Finding]) -> dict[Path, list[Edit]]:
+    by_path: dict[Path, list[Edit]] = {}
+    for finding in findings:
+        for edit in finding.fix.edits:
+            if edit not in by_path.setdefault(edit.path, []):
+                by_path[edit.path].append(edit)
+    return by_path

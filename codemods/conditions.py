@@ -1,0 +1,84 @@
+"""Compare key sets per configuration: every assignment of the configuration conditions in play."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import product
+
+from .facts import Guard
+from .resolve import Side
+
+MAX_CONDITIONS = 4
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Keys missing on one side, and under which configurations.
+
+    `always`: missing whatever the configuration; `sometimes`: missing only under some assignment,
+    with `shared` True when every condition involved guards both sides (a provable per-branch
+    mismatch) and False when it cannot be proven.
+    """
+
+    always: tuple[str, ...]
+    sometimes: tuple[str, ...]
+    shared: bool
+    conditions: tuple[str, ...]
+
+
+def atoms(*sides: Side) -> list[str]:
+    seen: list[str] = []
+    for side in sides:
+        for located in side.uses:
+            for text, _ in located.use.guard:
+                if text not in seen:
+                    seen.append(text)
+    return seen
+
+
+def satisfied(guard: Guard, assignment: dict[str, bool]) -> bool:
+    return all(assignment.get(text, polarity) == polarity for text, polarity in guard)
+
+
+def keys_under(side: Side, assignment: dict[str, bool]) -> set[str]:
+    return {u.use.key for u in side.uses if u.use.key is not None and satisfied(u.use.guard, assignment)}
+
+
+def assignments(conditions: list[str]) -> list[dict[str, bool]]:
+    return [dict(zip(conditions, values)) for values in product((True, False), repeat=len(conditions))]
+
+
+def missing(needed: list[Side], have: Side) -> Verdict | None:
+    """Keys of `needed` (union) not in `have`, per configuration. None when it cannot be decided."""
+    conditions = atoms(*needed, have)
+    if len(conditions) > MAX_CONDITIONS:
+        return None
+    per_config = []
+    for assignment in assignments(conditions):
+        want: set[str] = set()
+        for side in needed:
+            want |= keys_under(side, assignment)
+        per_config.append(want - keys_under(have, assignment))
+    always = set.intersection(*per_config) if per_config else set()
+    sometimes = set.union(*per_config) - always if per_config else set()
+    need_atoms = set(atoms(*needed))
+    have_atoms = set(atoms(have))
+    return Verdict(
+        always=_ordered(always, needed),
+        sometimes=_ordered(sometimes, needed + [have]),
+        shared=bool(need_atoms) and need_atoms == have_atoms,
+        conditions=tuple(conditions),
+    )
+
+
+def _ordered(keys: set[str], sides: list[Side]) -> tuple[str, ...]:
+    order: list[str] = []
+    for side in sides:
+        for u in side.uses:
+            if u.use.key in keys and u.use.key not in order:
+                order.append(u.use.key)
+    return tuple(order)
+
+
+def unconditional(side: Side, key: str) -> bool:
+    return any(u.use.key == key and not u.use.guard for u in side.uses)

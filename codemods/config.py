@@ -1,0 +1,66 @@
+"""Run options, with defaults from the target repo's `[tool.contractfix]` table."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+SCOPES = ("entry", "all")
+
+
+@dataclass(frozen=True)
+class Options:
+    select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    pp002_scope: str = "entry"
+    registry: tuple[Path, ...] = ()
+    unsafe_fixes: bool = False
+    verbose: bool = False
+    jobs: int = 0
+
+    def wants(self, code: str) -> bool:
+        selected = not self.select or any(code.startswith(s) for s in self.select)
+        return selected and not any(code.startswith(i) for i in self.ignore)
+
+
+def find_pyproject(start: Path) -> Path | None:
+    start = start.resolve()
+    for folder in [start, *start.parents] if start.is_dir() else list(start.parents):
+        candidate = folder / "pyproject.toml"
+        if candidate.is_file():
+            try:
+                if "contractfix" in tomllib.loads(candidate.read_text("utf-8")).get("tool", {}):
+                    return candidate
+            except (tomllib.TOMLDecodeError, OSError, UnicodeDecodeError):
+                continue
+    return None
+
+
+def load(start: Path, **overrides) -> Options:
+    """Options from the nearest `pyproject.toml` with `[tool.contractfix]`, then `overrides`
+    (command-line values; None means "not given")."""
+    options = Options()
+    pyproject = find_pyproject(start)
+    if pyproject:
+        table = tomllib.loads(pyproject.read_text("utf-8"))["tool"]["contractfix"]
+        base = pyproject.parent
+        options = replace(
+            options,
+            select=tuple(table.get("select", ())),
+            ignore=tuple(table.get("ignore", ())),
+            exclude=tuple(table.get("exclude", ())),
+            pp002_scope=table.get("pp002-scope", "entry"),
+            registry=tuple(base / p for p in _list(table.get("registry", ()))),
+            unsafe_fixes=bool(table.get("unsafe-fixes", False)),
+        )
+    given = {k: v for k, v in overrides.items() if v is not None and v != ()}
+    options = replace(options, **given)
+    if options.pp002_scope not in SCOPES:
+        raise ValueError(f"pp002-scope must be one of {', '.join(SCOPES)}, not {options.pp002_scope!r}")
+    return options
+
+
+def _list(value) -> list:
+    return [value] if isinstance(value, str) else list(value)

@@ -1,0 +1,234 @@
+"""The pipeline: discover -> analyze -> rules -> (fix plans -> transform -> verify -> write)."""
+
+from __future__ import annotations
+
+import os
+import re
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import rules
+from .analyze import analyze_source
+from .config import Options
+from .discover import discover, relevant
+from .facts import ModuleFacts
+from .apply import FixError, edits_of, rewrite, verify_scope, verify_syntax, write_atomic
+from .findings import Applicability, FileChange, FileError, Finding, Report
+from .index import ClassRef, Index, import_root, module_name
+from .registry import find_registry, load_registry, root_of
+from .resolve import Resolver
+from .suppress import apply_suppressions
+
+PARALLEL_THRESHOLD = 48
+
+
+@dataclass
+class Session:
+    """The analyzed state of one run: the index, the target modules and the registry in use."""
+
+    index: Index
+    targets: list[ModuleFacts]
+    registry: Path | None
+    options: Options
+
+
+def check(paths: list[Path], options: Options) -> Report:
+    report = Report()
+    session = analyze(paths, options, report)
+    report.findings, report.notes = evaluate(session)
+    return report
+
+
+def fix(paths: list[Path], options: Options, write: bool = True) -> Report:
+    """Apply the allowed fixes; each file is written only once its rewrite is verified."""
+    report = Report()
+    session = analyze(paths, options, report)
+    report.findings, report.notes = evaluate(session)
+    allowed = {Applicability.SAFE} | ({Applicability.UNSAFE} if options.unsafe_fixes else set())
+    fixable = [f for f in report.findings if f.fix and f.fix.applicability in allowed]
+    rewrites = {}
+    for path, edits in edits_of(fixable).items():
+        try:
+            result = rewrite(path.read_bytes(), edits)
+            verify_syntax(result, path)
+            verify_scope(result)
+        except (FixError, OSError) as error:
+            report.errors.append(FileError(path, f"fix not applied: {error}"))
+            continue
+        if result.after != result.before:
+            rewrites[path] = result
+    fixed_by_path = {
+        path: [f for f in fixable if any(e.path == path for e in f.fix.edits)] for path in rewrites
+    }
+    for path in _recheck(session, rewrites, fixed_by_path, report):
+        result = rewrites[path]
+        if write:
+            try:
+                write_atomic(path, result)
+            except (FixError, OSError) as error:
+                report.errors.append(FileError(path, f"not written: {error}"))
+                continue
+        report.changes.append(FileChange(path, result.before, result.after, tuple(fixed_by_path[path])))
+        report.fixed.extend(f for f in fixed_by_path[path] if f not in report.fixed)
+    return report
+
+
+def _identity(finding: Finding) -> tuple:
+    return (finding.rule, str(finding.path), finding.cls, finding.keys)
+
+
+def _recheck(session: Session, rewrites: dict, fixed_by_path: dict, report: Report) -> list[Path]:
+    """Re-analyze with the rewrites in place; keep the files whose fixed findings are gone
+    and that gained no new finding."""
+    if not rewrites:
+        return []
+    before = {_identity(f) for f in report.findings}
+    originals = {}
+    for path, result in rewrites.items():
+        old = session.index.by_path[str(path)]
+        originals[path] = old
+        session.index.replace(analyze_source(result.after, str(path), old.module))
+    session.targets = [session.index.by_path[m.path] for m in session.targets]
+    after, _ = evaluate(session)
+    remaining = {_identity(f) for f in after}
+    kept = []
+    for path in rewrites:
+        still = [f for f in fixed_by_path[path] if _identity(f) in remaining]
+        new = [f for f in after if str(f.path) == str(path) and _identity(f) not in before]
+        if still or new:
+            problem = still[0] if still else new[0]
+            verb = "still reported" if still else "introduced"
+            report.errors.append(FileError(path, f"fix not applied: {problem.rule} {verb} after the fix"))
+            continue
+        kept.append(path)
+    for path, old in originals.items():
+        session.index.replace(old)
+    session.targets = [session.index.by_path[m.path] for m in session.targets]
+    return kept
+
+
+def analyze(paths: list[Path], options: Options, report: Report) -> Session:
+    found = discover(paths, options.exclude)
+    report.errors.extend(found.errors)
+    report.files_scanned = len(found.files)
+    sources: list[tuple[Path, bytes]] = []
+    for path in found.files:
+        try:
+            data = _read(path)
+        except OSError as error:
+            report.errors.append(FileError(path, f"cannot read: {error.strerror or error}"))
+            continue
+        if relevant(data):
+            sources.append((path, data))
+    registry = _registry(paths, options)
+    roots = {import_root(p) for p, _ in sources}
+    if registry:
+        roots.add(root_of(registry))
+    index = Index(sorted(roots, key=lambda r: len(r.parts), reverse=True))
+    targets = []
+    for path, result in zip((p for p, _ in sources), _analyze_all(sources, options.jobs)):
+        if isinstance(result, str):
+            report.errors.append(FileError(path, result))
+            continue
+        index.add(result)
+        targets.append(result)
+    return Session(index, targets, registry, options)
+
+
+def _read(path: Path) -> bytes:
+    if path.is_symlink() and not path.exists():
+        raise OSError(0, "broken symbolic link")
+    if not path.is_file():
+        raise OSError(0, "not a regular file")
+    return path.read_bytes()
+
+
+def _registry(paths: list[Path], options: Options) -> Path | None:
+    for candidate in options.registry:
+        if candidate.is_file():
+            return candidate
+    for path in paths:
+        found = find_registry(path)
+        if found:
+            return found
+    return None
+
+
+def _job(item: tuple[Path, bytes]) -> ModuleFacts | str:
+    path, data = item
+    root = import_root(path)
+    try:
+        return analyze_source(data, str(path), module_name(path, root))
+    except SyntaxError as error:
+        return f"syntax error: {error.msg} (line {error.lineno})"
+    except (ValueError, UnicodeDecodeError) as error:
+        return f"cannot parse: {error}"
+
+
+def _analyze_all(sources: list[tuple[Path, bytes]], jobs: int) -> list[ModuleFacts | str]:
+    workers = jobs or min(os.cpu_count() or 1, 8)
+    if workers <= 1 or len(sources) < PARALLEL_THRESHOLD:
+        return [_job(s) for s in sources]
+    with ProcessPoolExecutor(workers) as pool:
+        return list(pool.map(_job, sources, chunksize=max(1, len(sources) // (workers * 4))))
+
+
+def evaluate(session: Session) -> tuple[list[Finding], list[Finding]]:
+    """Run the selected rules; return (findings, cannot-verify notes), suppressions applied."""
+    index = session.index
+    subjects = [
+        ClassRef(m, c) for m in session.targets for c in m.classes.values() if not c.is_protocol
+    ]
+    entries, found = _entries(session, subjects)
+    ctx = rules.Context(
+        index=index,
+        resolver=Resolver(index),
+        subjects=subjects,
+        entries=entries,
+        registry_found=found,
+        targets={m.path for m in session.targets},
+        pp002_scope=session.options.pp002_scope,
+    )
+    findings: list[Finding] = []
+    for module in rules.MODULES:
+        if session.options.wants(module.RULE.code):
+            findings.extend(module.check(ctx))
+    findings = [f for f in findings if _concerns_targets(f, ctx.targets)]
+    findings = apply_suppressions(findings, index, session.options)
+    notes = sorted((f for f in findings if f.note), key=lambda f: f.sort_key)
+    real = sorted((f for f in findings if not f.note), key=lambda f: f.sort_key)
+    return real, notes
+
+
+def _concerns_targets(finding: Finding, targets: set[str]) -> bool:
+    return str(finding.path) in targets or any(str(e.path) in targets for e in finding.evidence)
+
+
+def _entries(session: Session, subjects: list[ClassRef]) -> tuple[list[ClassRef], bool]:
+    """Registered classes that bear on the targets; without a registry, SupportsPP classes."""
+    index = session.index
+    if session.registry is None:
+        return [r for r in subjects if "SupportsPP" in index.base_names(r)], False
+    root = root_of(session.registry)
+    names = {c.name for m in session.targets for c in m.classes.values()}
+    mention = re.compile(rb"\b(" + b"|".join(re.escape(n.encode()) for n in sorted(names)) + rb")\b") if names else None
+    entries: list[ClassRef] = []
+    for entry in load_registry(session.registry):
+        if entry.module not in index.by_name or index.by_name[entry.module] is None:
+            if mention is None or not _mentions(root, entry.module, mention):
+                continue
+        for ref in index.lookup(entry.module, entry.cls):
+            if ref not in entries:
+                entries.append(ref)
+    return entries, True
+
+
+def _mentions(root: Path, module: str, pattern: re.Pattern) -> bool:
+    base = root.joinpath(*module.split("."))
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        try:
+            return bool(pattern.search(candidate.read_bytes()))
+        except OSError:
+            continue
+    return False

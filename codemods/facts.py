@@ -1,0 +1,141 @@
+"""What the analysis learns about one module, per class: plain, picklable data.
+
+Keys carry the configuration conditions (`Guard`) under which they are allocated, sent or read;
+conditions about the pipeline rank itself are not configuration and are dropped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+Guard = tuple[tuple[str, bool], ...]
+"""Conjunction of configuration conditions: (normalized condition source, polarity)."""
+
+
+@dataclass(frozen=True)
+class KeyUse:
+    """One place where a key is allocated, sent or read. `key` is None when it is dynamic."""
+
+    key: str | None
+    line: int
+    guard: Guard = ()
+
+
+@dataclass(frozen=True)
+class Call:
+    """A call that hands `intermediate_tensors` on: `self.model(...)`, `super().forward(...)`.
+
+    `target` is the callee as a chain of names: ("self", "model"), ("self", "model", "forward"),
+    ("super", "forward"), or a local variable ("language_model",).
+    """
+
+    target: tuple[str, ...]
+    line: int
+    guard: Guard = ()
+    returned: bool = False
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    kind: str  # "posonly" | "positional" | "vararg" | "kwonly" | "kwarg"
+    line: int
+    column: int
+    has_default: bool
+    default_is_none: bool
+    annotation: str | None
+
+
+@dataclass(frozen=True)
+class Access:
+    """An access `IntermediateTensors` does not support: `.get(...)` or `in`."""
+
+    kind: str  # "get" | "in"
+    line: int
+    column: int
+    text: str
+
+
+@dataclass
+class FunctionFacts:
+    """A method that may take part in the contract (forward, producer, helper)."""
+
+    name: str
+    line: int
+    column: int
+    params: list[Param] = field(default_factory=list)
+    reads: list[KeyUse] = field(default_factory=list)
+    sends: list[KeyUse] = field(default_factory=list)
+    calls: list[Call] = field(default_factory=list)
+    accesses: list[Access] = field(default_factory=list)
+    allocs: list[KeyUse] = field(default_factory=list)
+    alloc_delegations: list[Call] = field(default_factory=list)
+    alloc_dict_lines: list[int] = field(default_factory=list)
+    returns_inner_altered: list[int] = field(default_factory=list)
+
+    def param(self, name: str) -> Param | None:
+        return next((p for p in self.params if p.name == name), None)
+
+
+@dataclass(frozen=True)
+class Producer:
+    """How a class defines `make_empty_intermediate_tensors`.
+
+    kind: "factory" (call of `make_empty_intermediate_tensors_factory`), "delegate" (assigned from
+    another object's attribute), "method" (a method, closure or bound method; its facts live in
+    `ClassFacts.methods` under `method`), "unknown" (anything else).
+    """
+
+    kind: str
+    line: int
+    column: int
+    guard: Guard = ()
+    keys: tuple[str, ...] | None = None
+    list_line: int = 0
+    list_column: int = 0
+    target: tuple[str, ...] = ()
+    method: str = ""
+    attr: str = "make_empty_intermediate_tensors"
+
+
+@dataclass(frozen=True)
+class Submodule:
+    """`self.<attr> = <ctor>(...)` in a method; `ctor` is a dotted name, `dynamic` for builders."""
+
+    attr: str
+    ctor: str
+    line: int
+    dynamic: bool
+
+
+@dataclass
+class ClassFacts:
+    name: str
+    line: int
+    column: int
+    bases: list[str]
+    producers: list[Producer] = field(default_factory=list)
+    methods: dict[str, FunctionFacts] = field(default_factory=dict)
+    method_names: set[str] = field(default_factory=set)
+    submodules: dict[str, list[Submodule]] = field(default_factory=dict)
+    locals_: dict[str, list[Submodule]] = field(default_factory=dict)
+    init_last_assign: dict[str, int] = field(default_factory=dict)
+    init_line: int = 0
+    is_protocol: bool = False
+    misspelled_producer: list[Producer] = field(default_factory=list)
+
+
+@dataclass
+class ModuleFacts:
+    path: str
+    module: str
+    imports: dict[str, list[tuple[str, str | None]]] = field(default_factory=dict)
+    classes: dict[str, ClassFacts] = field(default_factory=dict)
+    lines: list[str] = field(default_factory=list)
+    uses_pipe_optional: bool = False
+    uses_typing_optional: bool = False
+    future_annotations: bool = False
+    suppressions: dict[int, tuple[str, ...]] = field(default_factory=dict)
+
+    def line_text(self, line: int) -> str:
+        return self.lines[line - 1].strip() if 0 < line <= len(self.lines) else ""

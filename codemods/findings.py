@@ -1,0 +1,98 @@
+"""Plain data that flows out of the rules: findings, their evidence and their fix plans."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+
+
+class Applicability(str, Enum):
+    """How far a fix can be trusted: `safe` fixes are applied by `fix`, `unsafe` ones on request."""
+
+    SAFE = "safe"
+    UNSAFE = "unsafe"
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """A source line that supports a finding (where a key is read, sent or allocated)."""
+
+    path: Path
+    line: int
+    text: str
+    role: str = ""
+
+
+@dataclass(frozen=True)
+class Edit:
+    """One fix plan step, applied by the transformer registered for `kind`.
+
+    `line` and `column` locate the node to edit (1-based line, 0-based column, as `ast` reports
+    them); `args` holds what the transformer needs (keys to add, parameter names, ...).
+    """
+
+    kind: str
+    path: Path
+    line: int
+    column: int
+    args: tuple = ()
+
+
+@dataclass(frozen=True)
+class Fix:
+    applicability: Applicability
+    description: str
+    edits: tuple[Edit, ...]
+
+
+@dataclass(frozen=True)
+class Finding:
+    rule: str
+    name: str
+    path: Path
+    line: int
+    column: int
+    cls: str
+    message: str
+    keys: tuple[str, ...] = ()
+    fix: Fix | None = None
+    evidence: tuple[Evidence, ...] = ()
+    note: str = ""
+
+    @property
+    def sort_key(self) -> tuple:
+        return (str(self.path), self.line, self.column, self.rule, self.keys)
+
+
+@dataclass(frozen=True)
+class FileError:
+    path: Path
+    message: str
+
+
+@dataclass
+class Report:
+    """The outcome of a check or fix run: what was found, what was changed, what went wrong."""
+
+    findings: list[Finding] = field(default_factory=list)
+    errors: list[FileError] = field(default_factory=list)
+    notes: list[Finding] = field(default_factory=list)
+    files_scanned: int = 0
+    fixed: list[Finding] = field(default_factory=list)
+    changes: list["FileChange"] = field(default_factory=list)
+
+    @property
+    def remaining(self) -> list[Finding]:
+        done = set(self.fixed)
+        return [f for f in self.findings if f not in done]
+
+
+@dataclass(frozen=True)
+class FileChange:
+    """A verified rewrite of one file: the exact bytes before and after."""
+
+    path: Path
+    before: bytes
+    after: bytes
+    findings: tuple[Finding, ...]

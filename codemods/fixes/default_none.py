@@ -1,0 +1,86 @@
+"""Give `intermediate_tensors` (and later positional parameters) a `= None` default."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from .base import EditTransformer
+
+
+class DefaultNone(EditTransformer):
+    """Edit args: (function name, parameter names to default, optional style "" | "pipe" | "optional")."""
+
+    kind = "default_none"
+
+    def __init__(self, edits) -> None:
+        super().__init__(edits)
+        self.needs_optional_import = False
+
+    def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef) -> cst.FunctionDef:
+        for edit in self.edits:
+            name, params, style = edit.args
+            if edit in self.applied or original.name.value != name:
+                continue
+            target = _param(original.params, "intermediate_tensors")
+            if target is None or self.start_line(target) != edit.line:
+                continue
+            self.touch(original.params, edit)
+            return updated.with_changes(params=self._rewrite(updated.params, params, style))
+        return updated
+
+    def _rewrite(self, params: cst.Parameters, names: tuple[str, ...], style: str) -> cst.Parameters:
+        equal = _equal_style(params)
+
+        def fix(p: cst.Param) -> cst.Param:
+            if p.name.value not in names or p.default is not None:
+                return p
+            changes = {"default": cst.Name("None"), "equal": equal(p)}
+            if p.name.value == "intermediate_tensors" and style and p.annotation is not None:
+                changes["annotation"] = p.annotation.with_changes(
+                    annotation=self._optional(p.annotation.annotation, style)
+                )
+            return p.with_changes(**changes)
+
+        return params.with_changes(
+            posonly_params=[fix(p) for p in params.posonly_params],
+            params=[fix(p) for p in params.params],
+            kwonly_params=[fix(p) for p in params.kwonly_params],
+        )
+
+    def _optional(self, annotation: cst.BaseExpression, style: str) -> cst.BaseExpression:
+        if isinstance(annotation, cst.SimpleString):
+            inner = annotation.evaluated_value
+            q = annotation.quote
+            wrapped = f"{inner} | None" if style == "pipe" else f"Optional[{inner}]"
+            if style == "optional":
+                self.needs_optional_import = True
+            return cst.SimpleString(f"{q}{wrapped}{q}")
+        if style == "optional":
+            self.needs_optional_import = True
+            return cst.Subscript(
+                value=cst.Name("Optional"),
+                slice=[cst.SubscriptElement(slice=cst.Index(value=annotation))],
+            )
+        return cst.BinaryOperation(left=annotation, operator=cst.BitOr(), right=cst.Name("None"))
+
+
+def _param(params: cst.Parameters, name: str) -> cst.Param | None:
+    for p in [*params.posonly_params, *params.params, *params.kwonly_params]:
+        if p.name.value == name:
+            return p
+    return None
+
+
+def _equal_style(params: cst.Parameters):
+    """The `=` of a sibling with a default (annotated or not, per PEP 8), else PEP 8's own."""
+    siblings = [p for p in [*params.posonly_params, *params.params, *params.kwonly_params] if p.default]
+
+    def pick(p: cst.Param) -> cst.AssignEqual:
+        annotated = p.annotation is not None
+        for s in siblings:
+            if (s.annotation is not None) == annotated and isinstance(s.equal, cst.AssignEqual):
+                return s.equal
+        space = cst.SimpleWhitespace(" " if annotated else "")
+        return cst.AssignEqual(whitespace_before=space, whitespace_after=space)
+
+    return pick

@@ -1,0 +1,154 @@
+"""Repo-wide class index: modules by dotted name, loaded lazily, classes resolved through imports."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from .analyze import analyze_source
+from .facts import ClassFacts, FunctionFacts, ModuleFacts
+
+
+@dataclass(frozen=True)
+class ClassRef:
+    module: ModuleFacts
+    cls: ClassFacts
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.module.path, self.cls.name)
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ClassRef) and self.key == other.key
+
+
+def import_root(path: Path) -> Path:
+    """The folder a module is imported from: the parent of its outermost package."""
+    folder = path.resolve().parent
+    while (folder / "__init__.py").is_file() and folder.parent != folder:
+        folder = folder.parent
+    return folder
+
+
+def module_name(path: Path, root: Path) -> str:
+    parts = list(path.resolve().relative_to(root).with_suffix("").parts)
+    if parts and parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+class Index:
+    """Facts of every module the run needs: the targets, eagerly, and their bases, on demand."""
+
+    def __init__(self, roots: list[Path] | None = None) -> None:
+        self.roots: list[Path] = list(roots or [])
+        self.by_path: dict[str, ModuleFacts] = {}
+        self.by_name: dict[str, ModuleFacts | None] = {}
+        self._mro: dict[tuple[str, str], list[ClassRef]] = {}
+
+    def add(self, facts: ModuleFacts) -> None:
+        self.by_path[facts.path] = facts
+        self.by_name[facts.module] = facts
+
+    def replace(self, facts: ModuleFacts) -> ModuleFacts | None:
+        """Swap in new facts for a path (used to re-check a fixed file); returns the old ones."""
+        old = self.by_path.get(facts.path)
+        self.add(facts)
+        self._mro.clear()
+        return old
+
+    def module(self, name: str) -> ModuleFacts | None:
+        if name in self.by_name:
+            return self.by_name[name]
+        self.by_name[name] = None
+        for root in self.roots:
+            base = root.joinpath(*name.split("."))
+            for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+                if candidate.is_file() and not candidate.is_symlink():
+                    try:
+                        facts = analyze_source(candidate.read_bytes(), str(candidate), name)
+                    except (SyntaxError, ValueError, OSError):
+                        return None
+                    self.add(facts)
+                    return facts
+        return None
+
+    def resolve(self, module: ModuleFacts, name: str, depth: int = 0) -> list[ClassRef]:
+        """Classes a (dotted) name used in `module` may refer to, following imports."""
+        if depth > 8:
+            return []
+        head, _, rest = name.partition(".")
+        if not rest and head in module.classes:
+            return [ClassRef(module, module.classes[head])]
+        found: list[ClassRef] = []
+        for target, attr in module.imports.get(head, []):
+            if attr is None:
+                dotted = f"{target}.{rest}" if rest else target
+                mod_name, _, cls_name = dotted.rpartition(".")
+            elif rest:
+                mod_name, _, cls_name = f"{target}.{attr}.{rest}".rpartition(".")
+            else:
+                mod_name, cls_name = target, attr
+            other = self.module(mod_name)
+            if other is None:
+                continue
+            if cls_name in other.classes:
+                found.append(ClassRef(other, other.classes[cls_name]))
+            else:
+                found.extend(self.resolve(other, cls_name, depth + 1))
+        return found
+
+    def lookup(self, module_name_: str, cls_name: str) -> list[ClassRef]:
+        module = self.module(module_name_)
+        if module is None:
+            return []
+        if cls_name in module.classes:
+            return [ClassRef(module, module.classes[cls_name])]
+        return self.resolve(module, cls_name)
+
+    def mro(self, ref: ClassRef) -> list[ClassRef]:
+        """Linearization by depth-first, left-to-right, keeping the last occurrence (C3 on trees)."""
+        if ref.key not in self._mro:
+            self._mro[ref.key] = self._linearize(ref)
+        return self._mro[ref.key]
+
+    def _linearize(self, ref: ClassRef) -> list[ClassRef]:
+        order: list[ClassRef] = []
+
+        def visit(node: ClassRef, trail: tuple) -> None:
+            if node.key in trail:
+                return
+            order.append(node)
+            for base in node.cls.bases:
+                for parent in self.resolve(node.module, base)[:1]:
+                    visit(parent, trail + (node.key,))
+
+        visit(ref, ())
+        seen: set = set()
+        result = []
+        for node in reversed(order):
+            if node.key not in seen:
+                seen.add(node.key)
+                result.append(node)
+        return list(reversed(result))
+
+    def base_names(self, ref: ClassRef) -> set[str]:
+        """Simple names of every base in the MRO, resolved or not (for `SupportsPP`, `Protocol`)."""
+        names = set()
+        for node in self.mro(ref):
+            names.add(node.cls.name)
+            names.update(b.split(".")[-1] for b in node.cls.bases)
+        return names
+
+    def find_method(self, ref: ClassRef, name: str, after: ClassRef | None = None) -> tuple[ClassRef, FunctionFacts] | None:
+        chain = self.mro(ref)
+        if after is not None and after in chain:
+            chain = chain[chain.index(after) + 1 :]
+        for node in chain:
+            if name in node.cls.method_names:
+                facts = node.cls.methods.get(name)
+                return (node, facts) if facts else None
+        return None

@@ -1,0 +1,42 @@
+"""Machine-readable output: one JSON object, format version 1."""
+
+from __future__ import annotations
+
+from ..findings import Finding, Report
+from . import relative
+
+VERSION = 1
+
+
+def finding(f: Finding) -> dict:
+    return {
+        "rule": f.rule,
+        "name": f.name,
+        "path": relative(f.path),
+        "line": f.line,
+        "column": f.column + 1,
+        "class": f.cls,
+        "keys": list(f.keys),
+        "message": f.message,
+        "fix": {"applicability": f.fix.applicability.value, "description": f.fix.description} if f.fix else None,
+        "evidence": [{"path": relative(e.path), "line": e.line, "text": e.text} for e in f.evidence],
+    }
+
+
+def document(report: Report, verbose: bool = False) -> dict:
+    doc = {
+        "version": VERSION,
+        "findings": [finding(f) for f in report.findings],
+        "errors": [{"path": relative(e.path), "message": e.message} for e in report.errors],
+        "summary": {
+            "files_scanned": report.files_scanned,
+            "findings": len(report.findings),
+            "fixable": sum(1 for f in report.findings if f.fix),
+        },
+    }
+    if verbose:
+        doc["notes"] = [finding(f) for f in report.notes]
+    if report.changes or report.fixed:
+        doc["fixed"] = [finding(f) for f in report.fixed]
+        doc["files_changed"] = [relative(c.path) for c in report.changes]
+    return doc

@@ -1,0 +1,65 @@
+"""Human-readable output: one line per finding with its evidence, diffs, summaries."""
+
+from __future__ import annotations
+
+import difflib
+
+from ..findings import FileChange, Finding, Report
+from . import relative
+
+
+def finding_lines(finding: Finding) -> list[str]:
+    fix = f" [{finding.fix.applicability.value} fix: {finding.fix.description}]" if finding.fix else ""
+    lines = [
+        f"{relative(finding.path)}:{finding.line}:{finding.column + 1}: {finding.rule} "
+        f"{finding.message} ({finding.cls}){fix}"
+    ]
+    for e in finding.evidence:
+        role = f"{e.role}: " if e.role else ""
+        lines.append(f"    {relative(e.path)}:{e.line}: {role}{e.text}")
+    return lines
+
+
+def render(report: Report, verbose: bool = False) -> str:
+    lines: list[str] = []
+    for finding in report.findings:
+        lines.extend(finding_lines(finding))
+    if verbose:
+        for note in report.notes:
+            lines.extend(finding_lines(note))
+    for error in report.errors:
+        lines.append(f"{relative(error.path)}: error: {error.message}")
+    fixable = sum(1 for f in report.findings if f.fix)
+    lines.append(
+        f"{len(report.findings)} finding(s) in {report.files_scanned} file(s) scanned, "
+        f"{fixable} fixable, {len(report.errors)} error(s)"
+        + (f", {len(report.notes)} left unverified (--verbose)" if report.notes and not verbose else "")
+    )
+    return "\n".join(lines)
+
+
+def render_fix(report: Report, verbose: bool = False) -> str:
+    lines = [f"fixed {relative(c.path)}: " + ", ".join(f"{f.rule} {f.cls}" for f in c.findings) for c in report.changes]
+    remaining = report.remaining
+    if remaining:
+        lines.append(f"{len(remaining)} finding(s) left:")
+        for finding in remaining:
+            lines.extend(finding_lines(finding))
+    if verbose:
+        for note in report.notes:
+            lines.extend(finding_lines(note))
+    for error in report.errors:
+        lines.append(f"{relative(error.path)}: error: {error.message}")
+    lines.append(f"{len(report.fixed)} fixed, {len(remaining)} remaining, {len(report.errors)} error(s)")
+    return "\n".join(lines)
+
+
+def unified_diff(changes: list[FileChange]) -> str:
+    def text(data: bytes) -> list[str]:
+        return data.decode("utf-8", "replace").replace("\r\n", "\n").splitlines(keepends=True)
+
+    out = []
+    for change in changes:
+        name = relative(change.path)
+        out.extend(difflib.unified_diff(text(change.before), text(change.after), f"a/{name}", f"b/{name}"))
+    return "".join(out)

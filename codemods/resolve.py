@@ -1,0 +1,216 @@
+"""Follow inheritance, delegation and forward calls to the keys a class allocates, sends and reads."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .facts import Call, FunctionFacts, KeyUse, Producer
+from .index import ClassRef, Index
+
+NOT_MODULES = {"PPMissingLayer", "Identity", "ModuleList", "ModuleDict", "Sequential"}
+
+
+@dataclass(frozen=True)
+class Located:
+    """A key use with the file it sits in."""
+
+    path: str
+    use: KeyUse
+
+
+@dataclass
+class Side:
+    """The keys of one side of the contract (F, P or R); `complete` is False when some are unknown."""
+
+    uses: list[Located] = field(default_factory=list)
+    unknown: list[str] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        return not self.unknown and all(u.use.key is not None for u in self.uses)
+
+    def extend(self, other: "Side", guard=()) -> None:
+        for u in other.uses:
+            self.uses.append(Located(u.path, KeyUse(u.use.key, u.use.line, guard + u.use.guard)))
+        self.unknown.extend(other.unknown)
+
+
+@dataclass
+class Allocation:
+    """F: what `make_empty_intermediate_tensors` allocates, and the producer sites that define it."""
+
+    side: Side
+    sites: list[tuple[ClassRef, Producer]] = field(default_factory=list)
+    missing: bool = False
+
+
+@dataclass
+class Traffic:
+    """P and R: what a class's forward sends and reads, through the submodules it calls."""
+
+    sends: Side
+    reads: Side
+    forward: tuple[ClassRef, FunctionFacts] | None = None
+
+
+class Resolver:
+    def __init__(self, index: Index) -> None:
+        self.index = index
+        self._alloc: dict = {}
+        self._traffic: dict = {}
+
+    def allocation(self, ref: ClassRef, trail: tuple = ()) -> Allocation:
+        if ref.key in trail:
+            return Allocation(Side(unknown=["delegation cycle"]))
+        if ref.key not in self._alloc:
+            self._alloc[ref.key] = self._allocation(ref, trail + (ref.key,))
+        return self._alloc[ref.key]
+
+    def _allocation(self, ref: ClassRef, trail: tuple) -> Allocation:
+        for node in self.index.mro(ref):
+            if node.cls.is_protocol or not node.cls.producers:
+                continue
+            return self._producers(ref, node, trail)
+        return Allocation(Side(unknown=["no make_empty_intermediate_tensors"]), missing=True)
+
+    def _producers(self, ref: ClassRef, node: ClassRef, trail: tuple) -> Allocation:
+        result = Allocation(Side())
+        for producer in node.cls.producers:
+            inner = self._produced(ref, node, producer, trail)
+            result.side.extend(inner.side, producer.guard)
+            result.sites.extend(inner.sites)
+        return result
+
+    def _produced(self, ref: ClassRef, node: ClassRef, producer: Producer, trail: tuple) -> Allocation:
+        """What one producer allocates; `sites` are where its keys are written down."""
+        path = node.module.path
+        site = [(node, producer)]
+        if producer.kind == "factory":
+            if producer.keys is None:
+                return Allocation(Side(unknown=["the factory's keys are not a literal list"]), site)
+            line = producer.list_line or producer.line
+            return Allocation(Side([Located(path, KeyUse(k, line)) for k in producer.keys]), site)
+        if producer.kind == "delegate":
+            return self._delegated(ref, node, producer.target, trail)
+        if producer.kind == "method":
+            found = (node, node.cls.methods.get(producer.method))
+            if producer.method not in node.cls.methods:
+                found = self.index.find_method(node, producer.method)
+            if not found or found[1] is None:
+                return Allocation(Side(unknown=[f"method {producer.method} not found"]), site)
+            owner, fn = found
+            result = Allocation(Side([Located(owner.module.path, u) for u in fn.allocs]), site)
+            for call in fn.alloc_delegations:
+                result.side.extend(self._delegated(ref, owner, call.target, trail).side, call.guard)
+            if not fn.allocs and not fn.alloc_delegations:
+                result.side.unknown.append(f"{producer.method} builds no IntermediateTensors literal")
+            return result
+        return Allocation(Side(unknown=["make_empty_intermediate_tensors is assigned an expression not understood"]), site)
+
+    def _delegated(self, ref: ClassRef, node: ClassRef, target: tuple[str, ...], trail: tuple) -> Allocation:
+        if target and target[0] == "super":
+            for parent in self.index.mro(node)[1:]:
+                if parent.cls.producers and not parent.cls.is_protocol:
+                    return self._producers(ref, parent, trail)
+            return Allocation(Side(unknown=["super() has no make_empty_intermediate_tensors"]))
+        owners = self.object_classes(ref, target)
+        if isinstance(owners, str):
+            return Allocation(Side(unknown=[owners]))
+        if not owners:
+            return Allocation(Side(unknown=[f"{'.'.join(target)} not resolved"]))
+        return self.allocation(owners[0], trail)
+
+    def object_classes(self, ref: ClassRef, chain: tuple[str, ...]) -> list[ClassRef] | str:
+        """The classes of `self.a.b` (chain ("self", "a", "b")) or of a local `x` in `__init__`."""
+        if not chain:
+            return [ref]
+        if chain[0] == "self":
+            current, rest = [ref], chain[1:]
+        else:
+            current, rest = self._local(ref, chain[0]), chain[1:]
+            if isinstance(current, str):
+                return current
+        for attr in rest:
+            step = self._attribute(current[0], attr) if current else "unresolved"
+            if isinstance(step, str):
+                return step
+            current = step
+        return current
+
+    def _local(self, ref: ClassRef, name: str) -> list[ClassRef] | str:
+        for node in self.index.mro(ref):
+            subs = node.cls.locals_.get(name)
+            if subs:
+                return self._constructed(node, subs, name)
+        return f"`{name}` not resolved"
+
+    def _attribute(self, ref: ClassRef, attr: str) -> list[ClassRef] | str:
+        for node in self.index.mro(ref):
+            subs = node.cls.submodules.get(attr)
+            if subs:
+                return self._constructed(node, subs, f"self.{attr}")
+        return f"`self.{attr}` not resolved"
+
+    def _constructed(self, node: ClassRef, subs, label: str) -> list[ClassRef] | str:
+        if any(s.dynamic for s in subs):
+            return f"{label} is built dynamically ({subs[0].ctor})"
+        found: list[ClassRef] = []
+        for sub in subs:
+            if sub.ctor.split(".")[-1] in NOT_MODULES:
+                continue
+            found.extend(c for c in self.index.resolve(node.module, sub.ctor) if c not in found)
+        return found or f"{label} ({subs[0].ctor}) not resolved"
+
+    def traffic(self, ref: ClassRef, method: str = "forward", trail: tuple = ()) -> Traffic:
+        key = (ref.key, method)
+        if key in trail:
+            return Traffic(Side(unknown=["call cycle"]), Side(unknown=["call cycle"]))
+        if key not in self._traffic:
+            self._traffic[key] = self._compute_traffic(ref, method, trail + (key,))
+        return self._traffic[key]
+
+    def _compute_traffic(self, ref: ClassRef, method: str, trail: tuple) -> Traffic:
+        found = self.index.find_method(ref, method)
+        if found is None:
+            return Traffic(Side(unknown=[f"{method} not found"]), Side(unknown=[f"{method} not found"]))
+        owner, fn = found
+        path = owner.module.path
+        result = Traffic(
+            Side([Located(path, u) for u in fn.sends]),
+            Side([Located(path, u) for u in fn.reads]),
+            forward=found,
+        )
+        for call in fn.calls:
+            inner = self._call_traffic(ref, owner, call, trail)
+            if inner is None:
+                label = ".".join(call.target)
+                result.reads.unknown.append(f"intermediate_tensors passed to {label}()")
+                if call.returned:
+                    result.sends.unknown.append(f"returns {label}()")
+                continue
+            result.reads.extend(inner.reads, call.guard)
+            result.sends.extend(inner.sends, call.guard)
+        return result
+
+    def _call_traffic(self, ref: ClassRef, owner: ClassRef, call: Call, trail: tuple) -> Traffic | None:
+        target = call.target
+        if target[0] == "super":
+            found = self.index.find_method(ref, target[-1], after=owner)
+            if found is None:
+                return None
+            return self.traffic(found[0], target[-1], trail)
+        if target[0] == "self" and len(target) == 2 and self._is_method(ref, target[1]):
+            return self.traffic(ref, target[1], trail)
+        method = "forward"
+        chain = target
+        if len(target) > 2 or target[0] != "self":
+            objects = self.object_classes(ref, target[:-1])
+            if not isinstance(objects, str) and objects and self._is_method(objects[0], target[-1]):
+                chain, method = target[:-1], target[-1]
+        objects = self.object_classes(ref, chain)
+        if isinstance(objects, str) or not objects:
+            return None
+        return self.traffic(objects[0], method, trail)
+
+    def _is_method(self, ref: ClassRef, name: str) -> bool:
+        return any(name in node.cls.method_names for node in self.index.mro(ref))

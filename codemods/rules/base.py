@@ -1,0 +1,63 @@
+"""What every rule shares: its metadata and the context it checks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..findings import Applicability, Evidence
+from ..index import ClassRef, Index
+from ..resolve import Located, Resolver
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A rule's metadata: the single source for `rules`, `explain`, the README table and PR bodies."""
+
+    code: str
+    name: str
+    summary: str
+    rationale: str
+    before: str
+    after: str
+    fix: Applicability | None
+
+    @property
+    def fix_label(self) -> str:
+        return self.fix.value if self.fix else "none"
+
+
+@dataclass
+class Context:
+    """Everything a rule may look at: the index, the resolver, the classes to check, the entries."""
+
+    index: Index
+    resolver: Resolver
+    subjects: list[ClassRef]
+    entries: list[ClassRef]
+    registry_found: bool
+    targets: set[str]
+    pp002_scope: str = "entry"
+    _lines: dict[str, list[str]] = field(default_factory=dict)
+
+    def line(self, path: str, number: int) -> str:
+        if path not in self._lines:
+            try:
+                self._lines[path] = Path(path).read_bytes().decode("utf-8", "replace").splitlines()
+            except OSError:
+                self._lines[path] = []
+        lines = self._lines[path]
+        return lines[number - 1].strip() if 0 < number <= len(lines) else ""
+
+    def evidence(self, located: list[Located], role: str) -> list[Evidence]:
+        seen = set()
+        out = []
+        for u in located:
+            if (u.path, u.use.line) in seen:
+                continue
+            seen.add((u.path, u.use.line))
+            out.append(Evidence(Path(u.path), u.use.line, self.line(u.path, u.use.line), role))
+        return out
+
+    def editable(self, path: str) -> bool:
+        return path in self.targets

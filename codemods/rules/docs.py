@@ -1,0 +1,29 @@
+"""Text built from rule metadata: the `rules` table, `explain` pages, the README rule table."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from .base import Rule
+
+
+def rules_table(rules: Iterable[Rule]) -> str:
+    rows = [("code", "name", "fix", "summary")] + [(r.code, r.name, r.fix_label, r.summary) for r in rules]
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    return "\n".join(
+        "  ".join(cell.ljust(widths[i]) if i < 3 else cell for i, cell in enumerate(row)) for row in rows
+    )
+
+
+def explain_text(rule: Rule) -> str:
+    indent = lambda code: "\n".join("    " + line for line in code.rstrip("\n").splitlines())  # noqa: E731
+    return (
+        f"{rule.code} {rule.name} (fix: {rule.fix_label})\n\n{rule.summary}\n\n{rule.rationale}\n\n"
+        f"Before:\n{indent(rule.before)}\n\nAfter:\n{indent(rule.after)}\n"
+    )
+
+
+def markdown_table(rules: Iterable[Rule]) -> str:
+    lines = ["| code | name | fix | what it catches |", "|---|---|---|---|"]
+    lines += [f"| {r.code} | `{r.name}` | {r.fix_label} | {r.summary} |" for r in rules]
+    return "\n".join(lines)

@@ -1,0 +1,119 @@
+"""PP002 intermediate-tensors-default: an entry forward whose `intermediate_tensors` has no default."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from ..facts import FunctionFacts, ModuleFacts
+from ..findings import Applicability, Edit, Evidence, Finding, Fix
+from ..index import ClassRef
+from .base import Context, Rule
+
+RULE = Rule(
+    code="PP002",
+    name="intermediate-tensors-default",
+    summary="The `intermediate_tensors` parameter of an entry forward has no `= None` default.",
+    rationale=(
+        "Callers of a registered architecture may omit `intermediate_tensors`: pooling runners, "
+        "draft-model proposers, and older runners on the first rank. `@support_torch_compile` binds "
+        "every call with `inspect.signature(forward).bind(...)`, so a required parameter fails with "
+        "`TypeError: missing a required argument` (Gemma3Model, vLLM <= 0.27.0). Entry forwards are "
+        "the ones each registered architecture resolves to; inner `*Model.forward`s called "
+        "positionally by their wrapper are left alone unless `--pp002-scope all`."
+    ),
+    before=(
+        "def forward(self, input_ids, positions,\n"
+        "            intermediate_tensors: IntermediateTensors | None,\n"
+        "            inputs_embeds: torch.Tensor | None = None):\n"
+    ),
+    after=(
+        "def forward(self, input_ids, positions,\n"
+        "            intermediate_tensors: IntermediateTensors | None = None,\n"
+        "            inputs_embeds: torch.Tensor | None = None):\n"
+    ),
+    fix=Applicability.SAFE,
+)
+
+ADMITS_NONE = re.compile(r"\bNone\b|\bOptional\[|\bAny\b|\bobject\b")
+POSITIONAL = ("posonly", "positional")
+
+
+def check(ctx: Context) -> list[Finding]:
+    seen: set[tuple[str, int]] = set()
+    findings = []
+    for ref in _candidates(ctx):
+        found = ctx.index.find_method(ref, "forward")
+        if found is None:
+            continue
+        owner, fn = found
+        param = fn.param("intermediate_tensors")
+        if param is None or param.has_default or owner.cls.is_protocol:
+            continue
+        if (owner.module.path, fn.line) in seen:
+            continue
+        seen.add((owner.module.path, fn.line))
+        findings.append(_finding(ctx, ref, owner, fn))
+    return findings
+
+
+def _candidates(ctx: Context) -> list[ClassRef]:
+    if ctx.pp002_scope == "all":
+        return list(ctx.entries) + [r for r in ctx.subjects if r not in ctx.entries]
+    return ctx.entries
+
+
+def _finding(ctx: Context, entry: ClassRef, owner: ClassRef, fn: FunctionFacts) -> Finding:
+    param = fn.param("intermediate_tensors")
+    why_entry = (
+        f"entry forward of registered {entry.cls.name}" if ctx.registry_found else
+        f"{entry.cls.name} declares SupportsPP (no registry found)"
+    )
+    if ctx.pp002_scope == "all" and entry not in ctx.entries:
+        why_entry = "model forward (--pp002-scope all)"
+    fix, why_not = _plan(ctx, owner, fn)
+    message = f"`intermediate_tensors` has no `= None` default in {owner.cls.name}.forward ({why_entry})"
+    if why_not:
+        message += f"; not auto-fixable: {why_not}"
+    path = owner.module.path
+    evidence = (Evidence(Path(path), param.line, ctx.line(path, param.line), "parameter"),)
+    return Finding(
+        RULE.code, RULE.name, Path(path), param.line, param.column, owner.cls.name, message,
+        fix=fix, evidence=evidence,
+    )
+
+
+def _plan(ctx: Context, owner: ClassRef, fn: FunctionFacts) -> tuple[Fix | None, str]:
+    param = fn.param("intermediate_tensors")
+    to_default = [param.name]
+    if param.kind in POSITIONAL:
+        index = fn.params.index(param)
+        for later in fn.params[index + 1 :]:
+            if later.kind not in POSITIONAL or later.has_default:
+                continue
+            if later.annotation is None or not ADMITS_NONE.search(later.annotation):
+                return None, (
+                    f"positional parameter `{later.name}` after it has no default and its "
+                    "annotation does not admit None"
+                )
+            to_default.append(later.name)
+    style = _optional_style(owner.module, param.annotation)
+    path = owner.module.path
+    if not ctx.editable(path):
+        return None, f"the forward lives in {path}, outside the checked paths"
+    extra = f" (and to {', '.join(to_default[1:])})" if len(to_default) > 1 else ""
+    optional = f", annotated as optional ({style})" if style else ""
+    return Fix(
+        Applicability.SAFE,
+        f"add `= None` to intermediate_tensors{extra}{optional}",
+        (Edit("default_none", Path(path), param.line, param.column, (fn.name, tuple(to_default), style)),),
+    ), ""
+
+
+def _optional_style(module: ModuleFacts, annotation: str | None) -> str:
+    """"" when the annotation already admits None, else "pipe" (`X | None`) or "optional"."""
+    if annotation is None or ADMITS_NONE.search(annotation):
+        return ""
+    if module.uses_typing_optional and not module.uses_pipe_optional and not module.future_annotations:
+        return "optional"
+    return "pipe"

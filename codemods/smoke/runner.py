@@ -1,0 +1,109 @@
+"""Run a command in its own process group, with a timeout; leave no process of it behind."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+GRACE_S = 5.0
+"""How long a group gets to exit after SIGTERM before it is SIGKILLed."""
+
+
+@dataclass(frozen=True)
+class Completed:
+    """The outcome of one run. `returncode` is None when the run was killed on timeout."""
+
+    cmd: tuple[str, ...]
+    returncode: int | None
+    stdout: str
+    stderr: str
+    duration_s: float
+    timed_out: bool
+
+    def tail(self, lines: int = 20) -> str:
+        """The last lines of stderr (or stdout when stderr is empty): an error excerpt."""
+        text = self.stderr.strip() or self.stdout.strip()
+        return "\n".join(text.splitlines()[-lines:])
+
+
+def run(
+    cmd: Sequence[str | Path],
+    *,
+    timeout: float | None,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    grace: float = GRACE_S,
+) -> Completed:
+    """Run `cmd` as the leader of a new process group and wait for it, at most `timeout` seconds.
+
+    Whatever happens (normal exit, timeout, Ctrl-C or any other exception while waiting), the
+    whole group is terminated before returning or re-raising: grandchildren such as vLLM
+    workers do not outlive the run. Output goes through temporary files, so a grandchild that
+    keeps a pipe open cannot block us.
+    """
+    args = tuple(str(c) for c in cmd)
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.monotonic()
+        proc = subprocess.Popen(
+            args,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+            env=dict(env) if env is not None else None,
+            cwd=cwd,
+            start_new_session=True,
+        )
+        timed_out = False
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+        finally:
+            terminate_group(proc, grace)
+        duration = time.monotonic() - start
+        return Completed(
+            cmd=args,
+            returncode=None if timed_out else proc.returncode,
+            stdout=_read(out),
+            stderr=_read(err),
+            duration_s=duration,
+            timed_out=timed_out,
+        )
+
+
+def terminate_group(proc: subprocess.Popen, grace: float = GRACE_S) -> None:
+    """SIGTERM the process group led by `proc`, SIGKILL what is left after `grace`, reap `proc`."""
+    pgid = proc.pid
+    if not _signal_group(pgid, signal.SIGTERM):
+        proc.wait()
+        return
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        if proc.poll() is not None and not _group_alive(pgid):
+            return
+        time.sleep(0.05)
+    _signal_group(pgid, signal.SIGKILL)
+    proc.wait()
+
+
+def _signal_group(pgid: int, sig: int) -> bool:
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _group_alive(pgid: int) -> bool:
+    return _signal_group(pgid, 0)
+
+
+def _read(handle) -> str:
+    handle.seek(0)
+    return handle.read().decode("utf-8", errors="replace")
