@@ -36,7 +36,7 @@ RULE = Rule(
 
 
 def check(ctx: Context) -> list[Finding]:
-    plans: dict[tuple, dict] = {}
+    by_site: dict[tuple, list[tuple]] = {}
     findings: list[Finding] = []
     for ref in ctx.subjects:
         traffic = ctx.resolver.traffic(ref)
@@ -50,64 +50,75 @@ def check(ctx: Context) -> list[Finding]:
         if sent is None or read is None:
             continue
         sent_anywhere = {u.use.key for u in traffic.sends.uses}
-        read_only = tuple(k for k in read.always if k not in sent_anywhere and k not in sent.always)
+        read_only = tuple(k for k in read.always if k not in sent_anywhere)
+        if read_only:
+            findings.append(_read_only(ctx, ref, alloc, traffic, read_only))
         owner, producer = alloc.sites[0]
-        site = (owner.module.path, producer.list_line or producer.line, producer.list_column or producer.column)
-        for keys, is_sent in ((sent.always, True), (read_only, False)):
-            if not keys:
-                continue
-            entry = plans.setdefault((site, is_sent), {"keys": set(), "subjects": [], "alloc": alloc})
-            entry["keys"].add(keys)
-            entry["subjects"].append((ref, traffic))
+        by_site.setdefault((owner.key, producer), []).append((ref, alloc, traffic, sent.always))
         for verdict in (sent, read):
             if verdict.sometimes:
-                findings.append(_conditional(ctx, ref, alloc, verdict, traffic))
-    for (site, is_sent), entry in plans.items():
-        findings.append(_finding(ctx, site, is_sent, entry))
-    return [f for f in findings if f is not None]
+                findings.append(_conditional(ctx, alloc, verdict, traffic))
+    for users in by_site.values():
+        needs = {keys for *_, keys in users}
+        violating = [u for u in users if u[3]]
+        if len(needs) == 1 and violating:
+            findings.append(_sent(ctx, *violating[0], ""))
+        else:
+            why = "classes sharing this factory need different keys"
+            findings.extend(_sent(ctx, *u, why) for u in violating)
+    return findings
 
 
-def _finding(ctx: Context, site, is_sent: bool, entry: dict) -> Finding:
-    alloc = entry["alloc"]
+def _sent(ctx: Context, ref, alloc, traffic, keys, why: str) -> Finding:
     owner, producer = alloc.sites[0]
-    keys = sorted(entry["keys"], key=len)[-1]
-    _, traffic = entry["subjects"][0]
-    evidence = ctx.evidence([u for u in traffic.sends.uses if u.use.key in keys], "sent")
-    evidence += ctx.evidence([u for u in traffic.reads.uses if u.use.key in keys], "read")
-    evidence += ctx.evidence([u for u in alloc.side.uses[:1]], "allocated")
+    path = owner.module.path
+    line, column = producer.list_line or producer.line, producer.list_column or producer.column
     quoted = ", ".join(f'"{k}"' for k in keys)
-    path, line, column = site
-    if not is_sent:
-        return Finding(
-            RULE.code, RULE.name, Path(path), line, column, owner.cls.name,
-            f"{quoted} read on a non-first rank but neither sent nor allocated; "
-            "no fix: allocating a key that is never sent breaks the newer runner",
-            keys=keys, evidence=tuple(evidence),
-        )
-    fix, why = None, ""
-    if len(entry["keys"]) > 1:
-        why = "classes sharing this factory need different keys"
-    elif len(alloc.sites) > 1 or producer.guard:
-        why = "the factory is assigned under a configuration condition"
-    elif producer.kind != "factory":
-        why = f"keys are allocated by a hand-written {producer.kind}"
-    elif not ctx.editable(path):
-        why = f"the factory lives in {path}, outside the checked paths"
-    else:
-        fix = Fix(
-            Applicability.SAFE,
-            f"add {quoted} to the factory's key list",
-            (Edit("add_keys", Path(path), line, column, (tuple(producer.keys), keys)),),
-        )
+    why = why or _unfixable(ctx, alloc)
+    fix = None if why else Fix(
+        Applicability.SAFE,
+        f"add {quoted} to the factory's key list",
+        (Edit("add_keys", Path(path), line, column, (tuple(producer.keys), keys)),),
+    )
     return Finding(
-        RULE.code, RULE.name, Path(path), line, column, owner.cls.name,
+        RULE.code, RULE.name, Path(path), line, column, owner.cls.name if fix else ref.cls.name,
         f"{quoted} sent to the next rank but not allocated by make_empty_intermediate_tensors "
         f"(KeyError on non-first ranks)" + (f"; not auto-fixable: {why}" if why else ""),
-        keys=keys, fix=fix, evidence=tuple(evidence),
+        keys=keys, fix=fix, evidence=_evidence(ctx, alloc, traffic, keys),
     )
 
 
-def _conditional(ctx: Context, ref, alloc, verdict, traffic) -> Finding | None:
+def _unfixable(ctx: Context, alloc) -> str:
+    owner, producer = alloc.sites[0]
+    if len(alloc.sites) > 1 or producer.guard:
+        return "the factory is assigned under a configuration condition"
+    if producer.kind != "factory":
+        return f"keys are allocated by a hand-written {producer.kind}"
+    if not ctx.editable(owner.module.path):
+        return f"the factory lives in {owner.module.path}, outside the checked paths"
+    return ""
+
+
+def _read_only(ctx: Context, ref, alloc, traffic, keys) -> Finding:
+    owner, producer = alloc.sites[0]
+    quoted = ", ".join(f'"{k}"' for k in keys)
+    return Finding(
+        RULE.code, RULE.name, Path(owner.module.path), producer.list_line or producer.line,
+        producer.list_column or producer.column, ref.cls.name,
+        f"{quoted} read on a non-first rank but neither sent nor allocated; "
+        "no fix: allocating a key that is never sent breaks the newer runner",
+        keys=keys, evidence=_evidence(ctx, alloc, traffic, keys),
+    )
+
+
+def _evidence(ctx: Context, alloc, traffic, keys) -> tuple:
+    evidence = ctx.evidence([u for u in traffic.sends.uses if u.use.key in keys], "sent")
+    evidence += ctx.evidence([u for u in traffic.reads.uses if u.use.key in keys], "read")
+    evidence += ctx.evidence(alloc.side.uses[:1], "allocated")
+    return tuple(evidence)
+
+
+def _conditional(ctx: Context, alloc, verdict, traffic) -> Finding | None:
     keys = verdict.sometimes
     owner, producer = alloc.sites[0]
     conditions = " / ".join(verdict.conditions)

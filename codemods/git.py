@@ -1,0 +1,296 @@
+"""Thin gitpython wrappers: open a repo, a throwaway worktree, commits, branches, push, changed files.
+
+Every failure a user can cause raises `GitError` with a message meant for them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import tempfile
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import git
+
+LOCK_REASON = "contractfix sweep pid "
+NO_HOOKS = "core.hooksPath=" + os.devnull
+
+
+class GitError(Exception):
+    """A git problem to report to the user as is (exit 2)."""
+
+
+@dataclass(frozen=True)
+class Identity:
+    name: str
+    email: str
+
+    def __str__(self) -> str:
+        return f"{self.name} <{self.email}>"
+
+    def env(self) -> dict[str, str]:
+        """Author and committer, as git's environment variables."""
+        return {
+            f"GIT_{role}_{part}": value
+            for role in ("AUTHOR", "COMMITTER")
+            for part, value in (("NAME", self.name), ("EMAIL", self.email))
+        }
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    sha: str
+    parent: str | None
+    tree: str
+    author: str
+    summary: str
+    message: str
+
+
+def open_repo(path: Path) -> git.Repo:
+    """The non-bare repository containing `path`, with at least one commit."""
+    try:
+        repo = git.Repo(path, search_parent_directories=True)
+    except git.NoSuchPathError:
+        raise GitError(f"{path}: no such file or directory") from None
+    except git.InvalidGitRepositoryError:
+        raise GitError(f"{path} is not inside a git repository") from None
+    if repo.bare:
+        raise GitError(f"{path} is a bare repository; run in a clone with a working tree")
+    if not repo.head.is_valid():
+        raise GitError(f"{repo.working_tree_dir} has no commits yet; commit something first")
+    return repo
+
+
+def resolve(repo: git.Repo, ref: str) -> str:
+    """The full sha of the commit `ref` names."""
+    sha = repo.git.rev_parse("--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}", with_exceptions=False)
+    if not sha:
+        raise GitError(f"{ref!r} does not name a commit")
+    return sha
+
+
+def branch_of(repo: git.Repo, ref: str) -> str | None:
+    """The branch name behind `ref` (HEAD, a local or a remote-tracking branch), if any."""
+    name = repo.git.rev_parse("--abbrev-ref", "--end-of-options", ref, with_exceptions=False)
+    if not name or name == "HEAD":
+        return None
+    remotes = [r.name for r in repo.remotes]
+    head, _, rest = name.partition("/")
+    return rest if rest and head in remotes else name
+
+
+def check_branch_name(repo: git.Repo, name: str) -> None:
+    """Refuse a name git rejects, one that clashes with another branch, or one checked out somewhere."""
+    if not name or repo.git.check_ref_format("--branch", name, with_exceptions=False) != name:
+        raise GitError(f"{name!r} is not a valid branch name")
+    heads = {h.name for h in repo.heads}
+    parts = name.split("/")
+    for prefix in ("/".join(parts[:i]) for i in range(1, len(parts))):
+        if prefix in heads:
+            raise GitError(f"branch {name!r} cannot be created: branch {prefix!r} exists")
+    nested = sorted(h for h in heads if h.startswith(name + "/"))
+    if nested:
+        raise GitError(f"branch {name!r} cannot be created: branch {nested[0]!r} exists below it")
+    for path, branch, _ in worktrees(repo):
+        if branch == name:
+            raise GitError(f"branch {name!r} is checked out in {path}; pick another --branch or switch away")
+
+
+def branch_tip(repo: git.Repo, name: str) -> str | None:
+    return repo.git.rev_parse("--verify", "--quiet", f"refs/heads/{name}", with_exceptions=False) or None
+
+
+def commits_between(repo: git.Repo, base: str, tip: str) -> list[CommitInfo]:
+    """The commits reachable from `tip` but not from `base`, oldest first."""
+    return [_info(c) for c in reversed(list(repo.iter_commits(f"{base}..{tip}")))]
+
+
+def _info(commit: git.Commit) -> CommitInfo:
+    return CommitInfo(
+        sha=commit.hexsha,
+        parent=commit.parents[0].hexsha if commit.parents else None,
+        tree=commit.tree.hexsha,
+        author=f"{commit.author.name} <{commit.author.email}>",
+        summary=commit.summary if isinstance(commit.summary, str) else commit.summary.decode(),
+        message=commit.message if isinstance(commit.message, str) else commit.message.decode(),
+    )
+
+
+def trailers(repo: git.Repo, sha: str) -> dict[str, list[str]]:
+    return repo.commit(sha).trailers_dict
+
+
+def identity(repo: git.Repo, author: str | None = None) -> Identity:
+    """`author` ("Name <email>"), else git's author from the environment or the configuration."""
+    if author is not None:
+        match = re.fullmatch(r"\s*([^<>]*?)\s*<([^<>\s]+@[^<>\s]+)>\s*", author)
+        if not match or not match.group(1):
+            raise GitError(f"--author must look like 'Name <email@example.com>', not {author!r}")
+        return Identity(match.group(1), match.group(2))
+    name = os.environ.get("GIT_AUTHOR_NAME") or _config(repo, "user.name")
+    email = os.environ.get("GIT_AUTHOR_EMAIL") or _config(repo, "user.email")
+    if not name or not email:
+        raise GitError(
+            "no commit identity: set user.name and user.email (git config) or pass --author 'Name <email>'"
+        )
+    return Identity(name, email)
+
+
+def _config(repo: git.Repo, key: str) -> str:
+    return repo.git.config("--get", key, with_exceptions=False).strip()
+
+
+def is_dirty(repo: git.Repo) -> bool:
+    """Uncommitted changes or untracked files in the user's checkout."""
+    return repo.is_dirty(untracked_files=True)
+
+
+def worktrees(repo: git.Repo) -> list[tuple[Path, str | None, str | None]]:
+    """(path, branch or None, lock reason or None) of every worktree of `repo`."""
+    out: list[tuple[Path, str | None, str | None]] = []
+    for block in repo.git.worktree("list", "--porcelain").split("\n\n"):
+        fields = dict((line + " ").split(" ", 1) for line in block.splitlines() if line)
+        if "worktree" not in fields:
+            continue
+        branch = fields.get("branch", "").strip().removeprefix("refs/heads/") or None
+        locked = fields["locked"].strip() if "locked" in fields else None
+        out.append((Path(fields["worktree"].strip()), branch, locked))
+    return out
+
+
+def remove_stale_worktrees(repo: git.Repo) -> list[Path]:
+    """Remove the worktrees left by sweeps whose process is gone (killed runs)."""
+    removed = []
+    for path, _, reason in worktrees(repo):
+        if reason and reason.startswith(LOCK_REASON) and not _alive(reason[len(LOCK_REASON):]):
+            _remove_worktree(repo, path)
+            removed.append(path)
+    return removed
+
+
+def _alive(pid: str) -> bool:
+    try:
+        os.kill(int(pid), 0)
+    except (ValueError, ProcessLookupError):
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _remove_worktree(repo: git.Repo, path: Path) -> None:
+    repo.git.worktree("unlock", str(path), with_exceptions=False)
+    repo.git.worktree("remove", "--force", str(path), with_exceptions=False)
+    shutil.rmtree(path, ignore_errors=True)
+    repo.git.worktree("prune")
+
+
+@contextmanager
+def worktree(repo: git.Repo, commit: str) -> Iterator[git.Repo]:
+    """A detached worktree at `commit` in a temp dir, removed on every exit (SIGTERM and Ctrl-C too)."""
+    path = Path(tempfile.mkdtemp(prefix="contractfix-sweep-")) / "tree"
+    with _terminate_as_interrupt():
+        try:
+            repo.git(c=NO_HOOKS).worktree(
+                "add", "--detach", "--lock", "--reason", f"{LOCK_REASON}{os.getpid()}", str(path), commit
+            )
+            tree_repo = git.Repo(path)
+            tree_repo.git.set_persistent_git_options(c=NO_HOOKS)
+            yield tree_repo
+        finally:
+            _remove_worktree(repo, path)
+            shutil.rmtree(path.parent, ignore_errors=True)
+
+
+@contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def commit(tree_repo: git.Repo, paths: list[Path], message: str, parent: str, who: Identity) -> str:
+    """Stage `paths` in a worktree and record them as one commit on top of `parent` (no hooks, HEAD unmoved)."""
+    tree_repo.git.add("--", *(str(p) for p in paths))
+    tree = tree_repo.git.write_tree()
+    return tree_repo.git.commit_tree(tree, "-p", parent, "-m", message, env=who.env())
+
+
+def tree_of(repo: git.Repo, sha: str) -> str:
+    return repo.commit(sha).tree.hexsha
+
+
+def set_branch(repo: git.Repo, name: str, new: str, old: str | None) -> None:
+    """Point branch `name` at `new`, only if it still points at `old` (None: does not exist)."""
+    try:
+        repo.git.update_ref("-m", "contractfix sweep", f"refs/heads/{name}", new, old or "")
+    except git.GitCommandError as error:
+        raise GitError(f"branch {name!r} changed during the sweep; re-run ({_stderr(error)})") from None
+
+
+def remote_tip(repo: git.Repo, remote: str, name: str) -> str | None:
+    """What `remote` (a remote name, URL or path) holds for branch `name`."""
+    try:
+        out = repo.git.ls_remote("--end-of-options", remote, f"refs/heads/{name}")
+    except git.GitCommandError as error:
+        raise GitError(f"cannot read remote {remote!r}: {_stderr(error)}") from None
+    return out.split()[0] if out.strip() else None
+
+
+def fetch(repo: git.Repo, remote: str, name: str) -> None:
+    """Bring the objects of `remote`'s branch `name` here (no ref of the user's is touched)."""
+    try:
+        repo.git.fetch("--no-tags", "--end-of-options", remote, f"refs/heads/{name}")
+    except git.GitCommandError as error:
+        raise GitError(f"cannot fetch {name!r} from {remote!r}: {_stderr(error)}") from None
+
+
+def push(repo: git.Repo, remote: str, name: str, expect: str | None) -> None:
+    """Push branch `name`, with a lease: the remote must still hold `expect` (None: no such branch)."""
+    ref = f"refs/heads/{name}"
+    try:
+        repo.git.push(f"--force-with-lease={ref}:{expect or ''}", "--end-of-options", remote, f"{ref}:{ref}")
+    except git.GitCommandError as error:
+        raise GitError(f"push of {name!r} to {remote!r} refused: {_stderr(error)}") from None
+
+
+def diff(repo: git.Repo, old: str, new: str, *options: str) -> str:
+    return repo.git.diff(*options, old, new)
+
+
+def default_branch_base(repo: git.Repo) -> str:
+    """The merge base of HEAD with the default branch (origin's HEAD, else main or master)."""
+    candidates = ["refs/remotes/origin/HEAD", "refs/heads/main", "refs/heads/master"]
+    for ref in candidates:
+        if repo.git.rev_parse("--verify", "--quiet", ref, with_exceptions=False):
+            return repo.git.merge_base("HEAD", ref)
+    raise GitError("no default branch found (origin/HEAD, main, master); pass --base REF")
+
+
+def changed_files(repo: git.Repo, base: str) -> list[Path]:
+    """Python files added, copied, modified or renamed since `base`, committed or not, plus untracked ones."""
+    names = repo.git.diff("--name-only", "--no-renames", "--diff-filter=ACMR", base, "--", "*.py").splitlines()
+    names += repo.git.ls_files("--others", "--exclude-standard", "--", "*.py").splitlines()
+    root = Path(repo.working_tree_dir)
+    return sorted({root / n for n in names if (root / n).is_file()})
+
+
+def _stderr(error: git.GitCommandError) -> str:
+    text = (error.stderr or "").strip().removeprefix("stderr:").strip().strip("'").strip()
+    return " ".join(text.split()) or str(error)

@@ -1,0 +1,309 @@
+"""The contract tier: a one-process fake-PP run of each target, against its PP=1 model.
+
+Per target: `build` (the changed class builds as a tiny PP=1 model) and
+`entry-without-intermediate-tensors` (its forward runs without the keyword); per PP size N:
+`factory-keys` (each receiving rank allocates exactly the keys the previous rank sent),
+`keys-read` (zeroing any received key changes that rank's output) and `chain-equals-pp1`
+(rank 0 -> ... -> rank N-1 gives the PP=1 output). Receiving follows vLLM's V2 runner: every
+allocated key is filled from what was sent (gpu/model_runner.py:2030-2036).
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib
+import inspect
+import json
+import os
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+import smoke_config
+import smoke_override
+import smoke_stage
+from smoke_records import Emitter, excerpt
+
+TOKENS = 8
+ATOL = RTOL = 1e-4
+READ_TOL = 1e-4
+PP_CHECKS = ("factory-keys", "keys-read", "chain-equals-pp1")
+
+
+def run(plan: dict) -> None:
+    """Run every unit of the plan; each unit installs its module overrides for its targets only."""
+    smoke_stage.patch_runtime(plan["device"])
+    for unit in plan["units"]:
+        finder = smoke_override.install(unit["overrides"])
+        try:
+            for target in unit["targets"]:
+                emit = Emitter(plan["results"], arch=target["arch"], tier="contract",
+                               path=target["path"], device=plan["device"])
+                run_target(target, plan, emit)
+                gc.collect()
+        finally:
+            smoke_override.uninstall(finder)
+
+
+def run_target(target: dict, plan: dict, emit: Emitter) -> None:
+    device, sizes = plan["device"], plan["pp_sizes"]
+    start = time.monotonic()
+    try:
+        cls = _register(target)
+        config_dir, layers, notes = _write_config(target, max(sizes), device)
+    except smoke_config.NoConfigClass as exc:
+        _skip_all(emit, sizes, f"cannot smoke {target['arch']}: {exc}")
+        return
+    except Exception as exc:  # noqa: BLE001 - any import/config failure fails the target
+        emit("build", "fail", pp=1, error=excerpt("import the changed module", exc),
+             duration_s=time.monotonic() - start)
+        _skip_all(emit, sizes, "not reached: build failed", include_build=False)
+        return
+    full, error = _build_entry(config_dir, device, cls, target)
+    if full is None:
+        status, reason = _blame(target, config_dir, device, error)
+        emit("build", status, pp=1, reason=reason, error=error, notes=notes,
+             duration_s=time.monotonic() - start)
+        _skip_all(emit, sizes, "not reached: build failed", include_build=False)
+        return
+    emit("build", "pass", pp=1, notes=notes, duration_s=time.monotonic() - start,
+         reason=f"{cls.__module__}.{cls.__qualname__} from {inspect.getsourcefile(cls)}")
+    reference = _entry_check(full, emit, device)
+    for size in sizes:
+        if size > layers:
+            for check in PP_CHECKS:
+                emit(check, "skip", pp=size, reason=f"the config has {layers} layers, fewer than PP={size}")
+            continue
+        _pp_checks(config_dir, device, size, reference, emit)
+
+
+def _register(target: dict):
+    """Import the target's module (through the overrides) and make its class the architecture."""
+    from vllm import ModelRegistry
+
+    module = importlib.import_module(target["module"])
+    cls = getattr(module, target["cls"])
+    if target["path"] and os.path.realpath(inspect.getsourcefile(cls)) != os.path.realpath(target["path"]):
+        raise ImportError(f"{target['cls']} came from {inspect.getsourcefile(cls)}, not {target['path']}")
+    ModelRegistry.register_model(target["arch"], cls)
+    return cls
+
+
+def _write_config(target: dict, layers: int, device: str) -> tuple[str, int, list[str]]:
+    if target.get("config"):
+        values, notes = dict(target["config"]), [f"config supplied by the user ({target['config_source']})"]
+        values["architectures"] = [target["arch"]]
+    else:
+        model_type, defaults = smoke_config.defaults_for(target["arch"])
+        tiny = smoke_config.derive(defaults, target["arch"], model_type, max(layers, 2), dense=device == "cpu")
+        values, notes = tiny.values, tiny.notes
+    folder = tempfile.mkdtemp(prefix=f"smoke-{target['arch']}-")
+    with open(os.path.join(folder, "config.json"), "w") as handle:
+        json.dump(values, handle, indent=1, default=str)
+    found = next((values[f] for f in smoke_config.LAYER_FIELDS if isinstance(values.get(f), int)), layers)
+    return folder, found, notes
+
+
+def _build_entry(config_dir: str, device: str, cls, target: dict):
+    try:
+        full = smoke_stage.build(config_dir, device, 0, 1)
+    except Exception as exc:  # noqa: BLE001
+        return None, excerpt("build the PP=1 model", exc)
+    if not isinstance(full.model, cls):
+        return None, f"the built model is a {type(full.model).__qualname__}, not the changed {target['cls']}"
+    return full, ""
+
+
+def _blame(target: dict, config_dir: str, device: str, error: str) -> tuple[str, str]:
+    """A build failure is the change's fault unless the installed module fails the same way."""
+    if not target["path"]:
+        return "skip", "cannot smoke this architecture here: its tiny model does not build"
+    from vllm import ModelRegistry
+
+    installed = _installed_class(target)
+    if installed is None:
+        return "fail", "the changed module's model does not build"
+    ModelRegistry.register_model(target["arch"], installed)
+    try:
+        smoke_stage.build(config_dir, device, 0, 1)
+    except Exception:  # noqa: BLE001
+        return "skip", "cannot smoke this architecture here: the installed module's tiny model fails to build too"
+    return "fail", "the changed module's model does not build, the installed module's does"
+
+
+def _installed_class(target: dict):
+    """The class from the installed module, loaded aside (sys.modules keeps the changed one)."""
+    import importlib.machinery
+    import importlib.util
+
+    parent, _, leaf = target["module"].rpartition(".")
+    try:
+        search = importlib.import_module(parent).__path__
+        spec = importlib.machinery.PathFinder.find_spec(target["module"], search)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return getattr(module, target["cls"])
+    except Exception:  # noqa: BLE001 - no baseline: the change is blamed
+        return None
+
+
+def _entry_check(full, emit: Emitter, device: str):
+    """Call the PP=1 model without `intermediate_tensors`; returns its output, the PP reference."""
+    ids, positions = _inputs(full, device)
+    start = time.monotonic()
+    try:
+        out = full.forward(ids, positions)
+        emit("entry-without-intermediate-tensors", "pass", pp=1, duration_s=time.monotonic() - start)
+        return out
+    except Exception as exc:  # noqa: BLE001
+        emit("entry-without-intermediate-tensors", "fail", pp=1, duration_s=time.monotonic() - start,
+             error=excerpt("PP=1 forward(input_ids, positions)", exc))
+    try:
+        return full.forward(ids, positions, intermediate_tensors=None)
+    except Exception:  # noqa: BLE001 - the PP checks then report the missing reference
+        return None
+
+
+def _inputs(stage, device: str):
+    import torch
+
+    vocab = stage.cfg.model_config.get_vocab_size()
+    gen = torch.Generator().manual_seed(0)
+    ids = torch.randint(0, min(vocab, 128), (TOKENS,), generator=gen).to(device)
+    return ids, torch.arange(TOKENS, device=device)
+
+
+@dataclass
+class Pipeline:
+    """What one chained run rank 0 -> N-1 saw; `error` says where it stopped, if it did."""
+
+    size: int
+    stages: list = field(default_factory=list)
+    pairs: list[tuple[int, list[str], list[str]]] = field(default_factory=list)
+    received: dict = field(default_factory=dict)
+    outputs: dict = field(default_factory=dict)
+    error: str = ""
+    duration_s: float = 0.0
+
+
+def run_pipeline(config_dir: str, device: str, size: int) -> Pipeline:
+    import torch
+    from vllm.sequence import IntermediateTensors
+
+    run = Pipeline(size)
+    start = time.monotonic()
+    step = "build"
+    try:
+        for rank in range(size):
+            step = f"build rank {rank} of {size}"
+            run.stages.append(smoke_stage.build(config_dir, device, rank, size))
+        ids, positions = _inputs(run.stages[0], device)
+        sent = None
+        for rank, stage in enumerate(run.stages):
+            received = None
+            if rank:
+                step = f"rank {rank} make_empty_intermediate_tensors"
+                buffer = smoke_stage.empty_buffer(stage, torch.float32, device)
+                run.pairs.append((rank, sorted(buffer.tensors), sorted(sent.tensors)))
+                step = f"rank {rank} receive (fill every allocated key from rank {rank - 1}'s output)"
+                for key, tensor in buffer.tensors.items():
+                    tensor[:TOKENS].copy_(sent[key][:TOKENS])
+                received = buffer[:TOKENS]
+                run.received[rank] = received
+            step = f"rank {rank} forward"
+            out = stage.forward(ids, positions, intermediate_tensors=received)
+            if rank < size - 1 and not isinstance(out, IntermediateTensors):
+                raise TypeError(f"rank {rank} of {size} returned {type(out).__name__}, not IntermediateTensors")
+            run.outputs[rank] = sent = out
+    except Exception as exc:  # noqa: BLE001
+        run.error = excerpt(step, exc)
+    run.duration_s = time.monotonic() - start
+    return run
+
+
+def _pp_checks(config_dir: str, device: str, size: int, reference, emit: Emitter) -> None:
+    run = run_pipeline(config_dir, device, size)
+    _factory_keys(run, emit)
+    _keys_read(run, emit, device)
+    _chain(run, reference, emit)
+
+
+def _factory_keys(run: Pipeline, emit: Emitter) -> None:
+    bad = [(r, a, s) for r, a, s in run.pairs if a != s]
+    rank, allocated, sent = (bad or run.pairs or [(0, [], [])])[0]
+    keys = {"allocated": allocated, "sent": sent}
+    if bad:
+        lines = [f"rank {r}: make_empty_intermediate_tensors allocates {a}, rank {r - 1} sent {s}"
+                 f" (sent, not allocated: {sorted(set(s) - set(a))}; allocated, not sent: {sorted(set(a) - set(s))})"
+                 for r, a, s in bad]
+        emit("factory-keys", "fail", pp=run.size, keys=keys, error="\n".join(lines))
+    elif len(run.pairs) == run.size - 1:
+        emit("factory-keys", "pass", pp=run.size, keys=keys)
+    else:
+        emit("factory-keys", "skip", pp=run.size, keys=keys, reason="not reached: " + run.error.splitlines()[0])
+
+
+def _keys_read(run: Pipeline, emit: Emitter, device: str) -> None:
+    if run.error:
+        emit("keys-read", "skip", pp=run.size, reason="not reached: " + run.error.splitlines()[0])
+        return
+    import torch
+    from vllm.sequence import IntermediateTensors
+
+    start = time.monotonic()
+    ids, positions = _inputs(run.stages[0], device)
+    unread, changes = [], []
+    try:
+        for rank, received in run.received.items():
+            for key in sorted(received.tensors):
+                zeroed = IntermediateTensors(
+                    {k: torch.zeros_like(v) if k == key else v for k, v in received.tensors.items()}
+                )
+                out = run.stages[rank].forward(ids, positions, intermediate_tensors=zeroed)
+                change = _max_diff(out, run.outputs[rank])
+                changes.append(f"rank {rank} '{key}': {change:.2e}")
+                if change <= READ_TOL:
+                    unread.append(f"rank {rank}: {key}")
+    except Exception as exc:  # noqa: BLE001
+        emit("keys-read", "fail", pp=run.size, error=excerpt(f"rank {rank} forward with '{key}' zeroed", exc),
+             duration_s=time.monotonic() - start)
+        return
+    keys = {"received": sorted({k for r in run.received.values() for k in r.tensors}), "unread": unread}
+    emit("keys-read", "fail" if unread else "pass", pp=run.size, keys=keys, duration_s=time.monotonic() - start,
+         reason="output change when zeroed: " + ", ".join(changes),
+         error=f"received but not read (zeroing it changes nothing): {unread}" if unread else "")
+
+
+def _chain(run: Pipeline, reference, emit: Emitter) -> None:
+    import torch
+
+    last = run.outputs.get(run.size - 1)
+    keys = {"sent": sorted(run.outputs[0].tensors)} if 0 in run.outputs and run.size > 1 else {}
+    if run.error:
+        emit("chain-equals-pp1", "fail", pp=run.size, keys=keys, error=run.error, duration_s=run.duration_s)
+    elif reference is None:
+        emit("chain-equals-pp1", "skip", pp=run.size, keys=keys, duration_s=run.duration_s,
+             reason="no PP=1 reference: the PP=1 model's forward failed")
+    else:
+        diff = _max_diff(last, reference)
+        same = torch.allclose(last.float(), reference.float(), atol=ATOL, rtol=RTOL)
+        emit("chain-equals-pp1", "pass" if same else "fail", pp=run.size, keys=keys, duration_s=run.duration_s,
+             reason=f"max |PP chain - PP=1| = {diff:.2e}",
+             error="" if same else f"the PP={run.size} chain differs from the PP=1 output by {diff:.2e}")
+
+
+def _max_diff(a, b) -> float:
+    from vllm.sequence import IntermediateTensors
+
+    if isinstance(a, IntermediateTensors):
+        return max((_max_diff(v, b.tensors[k]) for k, v in a.tensors.items() if k in b.tensors), default=0.0)
+    return (a.float() - b.float()).abs().max().item()
+
+
+def _skip_all(emit: Emitter, sizes: list[int], reason: str, include_build: bool = True) -> None:
+    if include_build:
+        emit("build", "skip", pp=1, reason=reason)
+    emit("entry-without-intermediate-tensors", "skip", pp=1, reason=reason)
+    for size in sizes:
+        for check in PP_CHECKS:
+            emit(check, "skip", pp=size, reason=reason)

@@ -1,0 +1,88 @@
+"""The engine tier, one setting per process: a real `vllm.LLM` with dummy weights, greedy tokens out.
+
+The caller runs this once with PP=1 and once with PP=N, each in its own process (so GPU memory
+is given back in between), and compares the token ids. vLLM's workers load the changed module
+through the sitecustomize shim (see shim/), which the caller puts on PYTHONPATH.
+On CPU (a vLLM build with CPU kernels) the spike's workarounds apply: head_dim >= 32, a small
+memory fraction, one thread group per rank, and DYNAMO_TRACE_ONCE with the eager backend for
+PP > 1 (with enforce_eager the CPU runner never allocates the receive buffers).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+
+import smoke_config
+from smoke_records import Emitter, excerpt
+
+PROMPT = list(range(1, 9))
+MAX_TOKENS = 8
+
+
+def run(plan: dict) -> None:
+    target, size, device = plan["target"], plan["pp"], plan["device"]
+    emit = Emitter(plan["results"], arch=target["arch"], tier="engine", path=target["path"], device=device)
+    start = time.monotonic()
+    step = "derive the tiny config"
+    try:
+        config_dir = _write_config(target, size, device)
+        step = f"start LLM(pipeline_parallel_size={size})"
+        llm = _engine(config_dir, size, device)
+        step = "generate"
+        tokens = _generate(llm)
+    except smoke_config.NoConfigClass as exc:
+        emit("generate", "skip", pp=size, reason=f"cannot smoke {target['arch']}: {exc}")
+        return
+    except Exception as exc:  # noqa: BLE001
+        emit("generate", "fail", pp=size, error=excerpt(step, exc), duration_s=time.monotonic() - start)
+        return
+    emit("generate", "pass", pp=size, duration_s=time.monotonic() - start, notes=[f"tokens: {tokens}"])
+    with open(plan["tokens"], "w") as handle:
+        json.dump(tokens, handle)
+
+
+def _write_config(target: dict, size: int, device: str) -> str:
+    if target.get("config"):
+        values = {**target["config"], "architectures": [target["arch"]]}
+    else:
+        model_type, defaults = smoke_config.defaults_for(target["arch"])
+        layers = max(2, target["layers"])
+        values = smoke_config.derive(defaults, target["arch"], model_type, layers,
+                                     dense=device == "cpu", wide=device == "cpu").values
+    folder = tempfile.mkdtemp(prefix=f"smoke-engine-{target['arch']}-")
+    with open(os.path.join(folder, "config.json"), "w") as handle:
+        json.dump(values, handle, indent=1, default=str)
+    return folder
+
+
+def _engine(config_dir: str, size: int, device: str):
+    from vllm import LLM
+
+    options = dict(
+        model=config_dir,
+        load_format="dummy",
+        max_model_len=64,
+        skip_tokenizer_init=True,
+        dtype="float32",
+        seed=0,
+        gpu_memory_utilization=0.3,
+        pipeline_parallel_size=size,
+    )
+    if size > 1:
+        options["distributed_executor_backend"] = "mp"
+    if device == "cpu" and size > 1:
+        options.update(enforce_eager=False, compilation_config={"mode": 2, "backend": "eager"})
+    else:
+        options["enforce_eager"] = True
+    return LLM(**options)
+
+
+def _generate(llm) -> list[int]:
+    from vllm import SamplingParams
+
+    params = SamplingParams(max_tokens=MAX_TOKENS, temperature=0.0, detokenize=False)
+    out = llm.generate([{"prompt_token_ids": PROMPT}], params)
+    return list(out[0].outputs[0].token_ids)

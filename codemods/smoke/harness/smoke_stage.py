@@ -1,0 +1,178 @@
+"""Build tiny vLLM models as pipeline stages in one process, and run their forwards.
+
+One process plays every stage: vLLM's PP group is swapped for a proxy that reports rank r of N
+while a stage is built and while it runs. Workarounds that make real vLLM model code run here
+(see the pp-smoke spike, RESULTS.md section 3):
+- every CustomOp goes to its torch-native path on CPU (the stock wheel has no CPU kernels);
+- attention is plain causal SDPA: with no attention metadata vLLM's layer returns an
+  uninitialised buffer, so this check covers the PP plumbing, not vLLM's attention kernels;
+- weights are re-drawn per parameter name (the dummy loader gives every tensor the same tiny
+  values, so a wrong residual would hardly change the output); names are global, so every PP
+  layout gets the same weights;
+- one VllmConfig per model instance (attention layers register by name in it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import zlib
+from dataclasses import dataclass
+
+MAX_TOKENS = 64
+WEIGHT_SCALE = 0.05
+
+
+class FakePPGroup:
+    """vLLM's PP group as rank `rank` of `size` sees it; everything else is the real group."""
+
+    def __init__(self, real, rank: int, size: int) -> None:
+        self._real = real
+        self.rank_in_group = rank
+        self.world_size = size
+        self.is_first_rank = rank == 0
+        self.is_last_rank = rank == size - 1
+
+    def __getattr__(self, name):
+        return getattr(self._real, name)
+
+
+@contextlib.contextmanager
+def pp_rank(rank: int, size: int):
+    from vllm.distributed import parallel_state
+
+    real = parallel_state._PP
+    parallel_state._PP = FakePPGroup(real, rank, size) if size > 1 else real
+    try:
+        yield
+    finally:
+        parallel_state._PP = real
+
+
+def patch_runtime(device: str) -> None:
+    """Process-wide patches, once: SDPA attention; no-op accelerator calls on a CPU-only torch."""
+    import torch
+    from vllm.model_executor.layers.attention import attention
+
+    attention.Attention.forward = _sdpa_forward
+    if device == "cpu" and not torch.accelerator.is_available():
+        torch.accelerator.empty_cache = lambda *a, **k: None
+        torch.accelerator.synchronize = lambda *a, **k: None
+
+
+def _sdpa_forward(self, query, key, value, output_shape=None, output_dtype=None):
+    import torch
+    import torch.nn.functional as F
+
+    n = query.shape[0]
+    heads, kv_heads, dim = self.num_heads, self.num_kv_heads, self.head_size
+    dim_v = getattr(self, "head_size_v", dim)
+    q = query.view(n, heads, dim).transpose(0, 1)
+    k = key.view(n, kv_heads, dim).transpose(0, 1)
+    v = value.view(n, kv_heads, dim_v).transpose(0, 1)
+    if heads != kv_heads:
+        k = k.repeat_interleave(heads // kv_heads, dim=0)
+        v = v.repeat_interleave(heads // kv_heads, dim=0)
+    i = torch.arange(n, device=query.device)
+    mask = i[:, None] >= i[None, :]
+    window = getattr(self, "sliding_window", None)
+    if window:
+        mask &= (i[:, None] - i[None, :]) < window
+    scale = getattr(self.impl, "scale", dim**-0.5)
+    out = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), attn_mask=mask, scale=scale)
+    return out.transpose(0, 1).reshape(n, heads * dim_v).to(query.dtype)
+
+
+_DIST_READY = False
+
+
+def init_distributed(cfg, device: str) -> None:
+    """A world of size 1 (gloo on CPU, nccl on CUDA), once per process."""
+    global _DIST_READY
+    if _DIST_READY:
+        return
+    from vllm.config import set_current_vllm_config
+    from vllm.distributed.parallel_state import ensure_model_parallel_initialized, init_distributed_environment
+    from vllm.utils.network_utils import get_open_port
+
+    with set_current_vllm_config(cfg):
+        init_distributed_environment(
+            world_size=1,
+            rank=0,
+            distributed_init_method=f"tcp://127.0.0.1:{get_open_port()}",
+            local_rank=0,
+            backend="gloo" if device == "cpu" else "nccl",
+        )
+        ensure_model_parallel_initialized(1, 1)
+    _DIST_READY = True
+
+
+@dataclass
+class Stage:
+    """Rank `rank` of a `size`-stage pipeline (size 1: the whole model)."""
+
+    cfg: object
+    model: object
+    rank: int
+    size: int
+
+    def forward(self, ids, positions, **kwargs):
+        import torch
+        from vllm.config import set_current_vllm_config
+        from vllm.forward_context import set_forward_context
+
+        with (
+            torch.no_grad(),
+            set_current_vllm_config(self.cfg),
+            set_forward_context(None, self.cfg, num_tokens=ids.shape[0]),
+            pp_rank(self.rank, self.size),
+        ):
+            return self.model(input_ids=ids, positions=positions, **kwargs)
+
+
+def build(config_dir: str, device: str, rank: int, size: int) -> Stage:
+    from vllm.config import set_current_vllm_config
+    from vllm.engine.arg_utils import EngineArgs
+    from vllm.model_executor.model_loader import get_model
+
+    cfg = EngineArgs(
+        model=config_dir,
+        load_format="dummy",
+        enforce_eager=True,
+        max_model_len=MAX_TOKENS,
+        max_num_batched_tokens=MAX_TOKENS,
+        max_num_seqs=4,
+        skip_tokenizer_init=True,
+        dtype="float32",
+        seed=0,
+        compilation_config={"custom_ops": ["none"]} if device == "cpu" else {},
+    ).create_engine_config()
+    init_distributed(cfg, device)
+    with set_current_vllm_config(cfg), pp_rank(rank, size):
+        model = get_model(vllm_config=cfg)
+    model.eval()
+    _redraw_weights(model)
+    return Stage(cfg, model, rank, size)
+
+
+def _redraw_weights(model) -> None:
+    import torch
+
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if not torch.is_floating_point(param):
+                continue
+            gen = torch.Generator().manual_seed(zlib.crc32(name.encode()))
+            if "norm" in name and param.dim() == 1:
+                values = 1.0 + 0.1 * torch.randn(param.shape, generator=gen)
+            else:
+                values = WEIGHT_SCALE * torch.randn(param.shape, generator=gen)
+            param.copy_(values.to(param.device, param.dtype))
+
+
+def empty_buffer(stage: Stage, dtype, device: str):
+    """What a non-first rank's runner allocates at start-up: the model's own factory's buffers."""
+    import torch
+
+    return stage.model.make_empty_intermediate_tensors(
+        batch_size=MAX_TOKENS, dtype=dtype, device=torch.device(device)
+    )
