@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
+from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
-from codemods import __version__, cliutil, demo as demo_mod, engine
+from codemods import __version__, cliutil, demo as demo_mod, engine, git, progress, sweep as sweep_mod
+from codemods.gh import GhError
 from codemods.rules import ALL
 from codemods.rules.docs import explain_text, rules_table
 
@@ -24,9 +27,21 @@ class Format(str, Enum):
     json = "json"
 
 
+class Output(str, Enum):
+    text = "text"
+    json = "json"
+    sarif = "sarif"
+    github = "github"
+
+
 class Scope(str, Enum):
     entry = "entry"
     all = "all"
+
+
+class CommitPer(str, Enum):
+    run = "run"
+    rule = "rule"
 
 
 Paths = Annotated[Optional[list[Path]], typer.Argument(help="Files or folders (default: .).")]
@@ -36,6 +51,8 @@ Exclude = Annotated[Optional[list[str]], typer.Option("--exclude", help="Glob of
 ScopeOpt = Annotated[Optional[Scope], typer.Option("--pp002-scope", help="entry: registered forwards; all: every model forward.")]
 Registry = Annotated[Optional[list[Path]], typer.Option("--registry", help="Path of vLLM's model registry.")]
 FormatOpt = Annotated[Format, typer.Option("--format", help="Output format.")]
+OutputOpt = Annotated[Output, typer.Option("--format", help="Output format (github: workflow-command annotations).")]
+Statistics = Annotated[bool, typer.Option("--statistics", help="Also show how many findings each rule has.")]
 Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Also show what could not be verified.")]
 Unsafe = Annotated[Optional[bool], typer.Option("--unsafe-fixes/--no-unsafe-fixes", help="Also apply unsafe fixes.")]
 Jobs = Annotated[int, typer.Option("--jobs", "-j", help="Worker processes (0: one per core).")]
@@ -67,15 +84,26 @@ def check(
     exclude: Exclude = None,
     pp002_scope: ScopeOpt = None,
     registry: Registry = None,
-    format: FormatOpt = Format.text,
+    format: OutputOpt = Output.text,
+    statistics: Statistics = False,
     verbose: Verbose = False,
     jobs: Jobs = 0,
+    changed: Annotated[bool, typer.Option("--changed", help="Only the Python files changed against --base (committed, uncommitted or untracked).")] = False,
+    base: Annotated[Optional[str], typer.Option("--base", help="With --changed: the ref to compare with (default: the merge base with the default branch).")] = None,
 ) -> None:
     """Report contract violations. Exit 0: none, 1: findings, 2: errors."""
     paths = paths or [Path(".")]
     options = _options(paths, select, ignore, exclude, pp002_scope, registry, verbose=verbose, jobs=jobs)
-    report = engine.check(paths, options)
-    typer.echo(cliutil.render(report, format.value, verbose, "check"))
+    targets = paths
+    if changed or base:
+        with _user_errors():
+            if not changed:
+                raise git.GitError("--base needs --changed")
+            targets = git.changed_under(paths, base)
+    with progress.shown():
+        report = engine.check(targets, options)
+        fixes = cliutil.preview(targets, options) if format is Output.sarif else None
+    typer.echo(cliutil.render(report, format.value, verbose, "check", statistics, fixes))
     raise typer.Exit(cliutil.exit_code(report))
 
 
@@ -89,19 +117,67 @@ def fix(
     exclude: Exclude = None,
     pp002_scope: ScopeOpt = None,
     registry: Registry = None,
-    format: FormatOpt = Format.text,
+    format: OutputOpt = Output.text,
+    statistics: Statistics = False,
     verbose: Verbose = False,
     jobs: Jobs = 0,
 ) -> None:
     """Apply fixes in place (safe ones; unsafe too with --unsafe-fixes). Exit 0: nothing left, 1: findings left, 2: errors."""
     paths = paths or [Path(".")]
     options = _options(paths, select, ignore, exclude, pp002_scope, registry, unsafe_fixes, verbose, jobs)
-    report = engine.fix(paths, options, write=not diff)
-    if diff and format is Format.text:
+    with progress.shown():
+        report = engine.fix(paths, options, write=not diff)
+    if diff and format is Output.text:
         typer.echo(cliutil.text_report.unified_diff(report.changes), nl=False)
     else:
-        typer.echo(cliutil.render(report, format.value, verbose, "fix"))
+        typer.echo(cliutil.render(report, format.value, verbose, "fix", statistics))
     raise typer.Exit(cliutil.exit_code(report, remaining=True))
+
+
+@app.command()
+def sweep(
+    repo: Annotated[Optional[Path], typer.Argument(help="A path in the repository (default: .).")] = None,
+    base: Annotated[str, typer.Option("--base", help="Commit to fix and branch from.")] = "HEAD",
+    branch: Annotated[str, typer.Option("--branch", help="Branch to create or update.")] = sweep_mod.DEFAULT_BRANCH,
+    commit_per: Annotated[CommitPer, typer.Option("--commit-per", help="One commit for the run, or one per rule.")] = CommitPer.run,
+    author: Annotated[Optional[str], typer.Option("--author", help="'Name <email>' (default: git's configured identity).")] = None,
+    push: Annotated[Optional[str], typer.Option("--push", help="Remote (name, URL or path) to push the branch to, with a lease.")] = None,
+    pr_body: Annotated[Optional[Path], typer.Option("--pr-body", help="Write the pull-request description (Markdown) here.")] = None,
+    open_pr: Annotated[bool, typer.Option("--open-pr", help="Create or update the PR with `gh` (needs --push).")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Replace the branch even if others committed on it.")] = False,
+    unsafe_fixes: Unsafe = None,
+    select: Select = None,
+    ignore: Ignore = None,
+    exclude: Exclude = None,
+    pp002_scope: ScopeOpt = None,
+    format: FormatOpt = Format.text,
+) -> None:
+    """Fix a commit in a temporary worktree and commit the result on a branch; optionally push and open a PR.
+    Your checkout is left as it is. Exit 0: done (or nothing to do), 2: errors."""
+    overrides = dict(
+        select=cliutil.codes(select),
+        ignore=cliutil.codes(ignore),
+        exclude=tuple(exclude or ()),
+        pp002_scope=pp002_scope.value if pp002_scope else None,
+        unsafe_fixes=unsafe_fixes,
+    )
+    request = sweep_mod.SweepRequest(
+        repo or Path("."), base, branch, commit_per.value, author, push, pr_body, open_pr, force, overrides
+    )
+    with _user_errors():
+        result = sweep_mod.sweep(request)
+    typer.echo(json.dumps(result.to_json(), indent=2) if format is Format.json else result.summary())
+    raise typer.Exit(cliutil.EXIT_ERROR if result.errors else cliutil.EXIT_OK)
+
+
+@contextmanager
+def _user_errors():
+    """Print a git/gh/config problem as `error: ...` and exit 2."""
+    try:
+        yield
+    except (git.GitError, GhError, ValueError) as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(cliutil.EXIT_ERROR) from None
 
 
 @app.command()

@@ -38,11 +38,12 @@ def analyze_source(source: bytes, path: str, module: str) -> ModuleFacts:
         future_annotations="from __future__ import annotations" in text,
         suppressions=_suppressions(text),
     )
+    lines = text.splitlines()
     for node in _module_statements(tree.body):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             _record_import(facts, node)
         elif isinstance(node, ast.ClassDef):
-            facts.classes[node.name] = _ClassAnalyzer(node).run()
+            facts.classes[node.name] = _ClassAnalyzer(node, lines).run()
     return facts
 
 
@@ -158,8 +159,9 @@ def _param(arg: ast.arg, kind: str, default: ast.expr | None) -> Param:
 
 
 class _ClassAnalyzer:
-    def __init__(self, node: ast.ClassDef) -> None:
+    def __init__(self, node: ast.ClassDef, lines: list[str]) -> None:
         self.node = node
+        self.lines = lines
         self.facts = ClassFacts(
             name=node.name,
             line=node.lineno,
@@ -175,6 +177,11 @@ class _ClassAnalyzer:
             elif isinstance(item, ast.Assign):
                 self._class_attribute(item)
         return self.facts
+
+    def mentions(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+        """Whether a method's source names intermediate tensors at all (a text test, no walk)."""
+        body = self.lines[fn.lineno - 1 : fn.end_lineno]
+        return any("ntermediate" in line and (IT in line or "IntermediateTensors" in line) for line in body)
 
     def _class_attribute(self, node: ast.Assign) -> None:
         for target in node.targets:
@@ -198,11 +205,7 @@ class _ClassAnalyzer:
                 for attr in _self_targets(stmt):
                     self.facts.init_last_assign[attr] = stmt.end_lineno or stmt.lineno
         _InitWalker(self.facts, fn).walk(fn.body, ())
-        params = {a.arg for a in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]}
-        mentions = IT in params or any(
-            isinstance(n, ast.Name) and n.id in (IT, "IntermediateTensors") for n in ast.walk(fn)
-        )
-        if mentions:
+        if self.mentions(fn):
             self.facts.methods[fn.name] = _FunctionAnalyzer(fn, producer=False).run()
 
 
@@ -454,17 +457,27 @@ class _FunctionAnalyzer:
         )
 
     def _expr(self, root: ast.AST, guard: Guard, skip_returned: bool = False) -> None:
-        for node in ast.walk(root):
+        """Visit an expression tree; `a if self.flag else b` guards each branch by the flag."""
+        stack: list[tuple[ast.AST, Guard]] = [(root, guard)]
+        while stack:
+            node, where = stack.pop()
+            if isinstance(node, ast.IfExp):
+                cond = _condition(node.test)
+                stack.append((node.test, where))
+                stack.append((node.body, where + ((cond,) if cond else ())))
+                stack.append((node.orelse, where + (((cond[0], not cond[1]),) if cond else ())))
+                continue
             if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
-                self._read(node, guard)
+                self._read(node, where)
             elif isinstance(node, ast.Call):
-                self._call(node, guard, root, skip_returned)
+                self._call(node, where, root, skip_returned)
             elif isinstance(node, ast.Compare):
                 for op, right in zip(node.ops, node.comparators):
                     if isinstance(op, (ast.In, ast.NotIn)) and self._is_alias(right):
                         self.facts.accesses.append(
                             Access("in", node.lineno, node.col_offset, ast.unparse(node))
                         )
+            stack.extend((child, where) for child in ast.iter_child_nodes(node))
 
     def _is_alias(self, node: ast.expr) -> bool:
         return isinstance(node, ast.Name) and node.id in self.aliases

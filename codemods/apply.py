@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 import difflib
 import os
+import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import libcst as cst
-from libcst.codemod import CodemodContext
-from libcst.codemod.visitors import AddImportsVisitor
 
 from .findings import Edit, Finding
 from .fixes import TRANSFORMERS
@@ -35,6 +35,8 @@ def rewrite(source: bytes, edits: list[Edit]) -> Rewrite:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError as error:
         raise FixError(f"libcst cannot parse the file: {error.message}") from None
+    except (SyntaxError, UnicodeError, RecursionError) as error:
+        raise FixError(f"libcst cannot parse the file: {error}") from None
     spans: list[tuple[int, int]] = []
     needs_optional = False
     for edit in sorted(edits, key=lambda e: (e.line, e.column), reverse=True):
@@ -45,6 +47,9 @@ def rewrite(source: bytes, edits: list[Edit]) -> Rewrite:
         spans.extend(transformer.spans)
         needs_optional |= isinstance(transformer, DefaultNone) and transformer.needs_optional_import
     if needs_optional:
+        from libcst.codemod import CodemodContext
+        from libcst.codemod.visitors import AddImportsVisitor
+
         context = CodemodContext()
         AddImportsVisitor.add_needed_import(context, "typing", "Optional")
         module = AddImportsVisitor(context).transform_module(module)
@@ -54,7 +59,7 @@ def rewrite(source: bytes, edits: list[Edit]) -> Rewrite:
 def verify_syntax(result: Rewrite, path: Path) -> None:
     try:
         compile(ast.parse(result.after, filename=str(path)), str(path), "exec")
-    except (SyntaxError, ValueError) as error:
+    except (SyntaxError, ValueError, RecursionError) as error:
         raise FixError(f"the fixed file does not compile: {error}") from None
 
 
@@ -79,28 +84,49 @@ def verify_scope(result: Rewrite) -> None:
 
 
 def write_atomic(path: Path, result: Rewrite) -> None:
-    """Replace `path` with the fixed bytes via a temp file and rename, keeping its mode.
+    """Replace `path` with the fixed bytes: temp file beside it, fsync, rename, fsync the folder.
 
-    Refuses symlinks, read-only files and files that changed since they were analyzed.
+    Readers and crashes see the old file or the new one, never a mix. Refuses symbolic links,
+    read-only files, files with other hard links and files that changed since they were analyzed
+    (compared again right before the rename); keeps the mode and, where allowed, the owner.
     """
-    if path.is_symlink():
+    info = path.lstat()
+    if stat.S_ISLNK(info.st_mode):
         raise FixError("is a symbolic link; not written (fix the file it points to)")
-    if not os.access(path, os.W_OK):
+    if not stat.S_ISREG(info.st_mode):
+        raise FixError("is not a regular file; not written")
+    if not info.st_mode & 0o222 or not os.access(path, os.W_OK):
         raise FixError("is read-only; not written")
-    if path.read_bytes() != result.before:
-        raise FixError("changed on disk since it was analyzed; not written")
-    mode = path.stat().st_mode & 0o7777
+    if info.st_nlink > 1:
+        raise FixError("has other hard links; not written (replacing it would split them)")
+    _check_unchanged(path, result.before)
     fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".contractfix", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(result.after)
             handle.flush()
             os.fsync(handle.fileno())
-        os.chmod(temp, mode)
+        os.chmod(temp, stat.S_IMODE(info.st_mode))
+        if (info.st_uid, info.st_gid) != (os.getuid(), os.getgid()):
+            with contextlib.suppress(PermissionError):
+                os.chown(temp, info.st_uid, info.st_gid)
+        _check_unchanged(path, result.before)
         os.replace(temp, path)
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         raise
+    folder = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(folder)
+    finally:
+        os.close(folder)
+
+
+def _check_unchanged(path: Path, before: bytes) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode) or handle.read() != before:
+            raise FixError("changed on disk since it was analyzed; not written")
 
 
 def edits_of(findings: list[Finding]) -> dict[Path, list[Edit]]:

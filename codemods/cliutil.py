@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
-from . import config
+from . import config, engine
 from .findings import Report
+from .report import github as github_report
 from .report import json as json_report
+from .report import stats
 from .report import text as text_report
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -29,9 +32,31 @@ def exit_code(report: Report, remaining: bool = False) -> int:
     return EXIT_FINDINGS if left else EXIT_OK
 
 
-def render(report: Report, fmt: str, verbose: bool, mode: str) -> str:
+def preview(paths: list[Path], options: config.Options) -> Report:
+    """The fixes `fix` would make, unsafe ones included, computed in memory (nothing is written)."""
+    return engine.fix(paths, replace(options, unsafe_fixes=True), write=False)
+
+
+def render(
+    report: Report, fmt: str, verbose: bool, mode: str, statistics: bool = False, fixes: Report | None = None
+) -> str:
+    """`report` in format `fmt` ("text", "json", "sarif", "github"); `mode` is "check" or "fix".
+    `statistics` adds counts per rule; `fixes` (a `preview`) gives SARIF results their fixes."""
+    rows = stats.rows(report, mode) if statistics else None
     if fmt == "json":
-        return json.dumps(json_report.document(report, verbose), indent=2)
-    if mode == "fix":
-        return text_report.render_fix(report, verbose)
-    return text_report.render(report, verbose)
+        doc = json_report.document(report, verbose)
+        if rows is not None:
+            doc["statistics"] = rows
+        return json.dumps(doc, indent=2)
+    if fmt == "sarif":
+        from .report import sarif
+
+        shown = replace(report, findings=report.remaining) if mode == "fix" else report
+        return json.dumps(sarif.document(shown, verbose, fixes, rows), indent=2)
+    if fmt == "github":
+        out = github_report.render(report, verbose, mode)
+    elif mode == "fix":
+        out = text_report.render_fix(report, verbose)
+    else:
+        out = text_report.render(report, verbose)
+    return out + ("\n\n" + stats.table(rows) if rows is not None else "")

@@ -19,6 +19,7 @@ class Options:
     unsafe_fixes: bool = False
     verbose: bool = False
     jobs: int = 0
+    cache: bool = True
 
     def wants(self, code: str) -> bool:
         selected = not self.select or any(code.startswith(s) for s in self.select)

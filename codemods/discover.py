@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import errno
 import fnmatch
+import mmap
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .findings import FileError
 
 MARKERS = (b"intermediate_tensors", b"IntermediateTensors", b"SupportsPP")
+DEFINES = (b"def forward", b"make_empty_intermediate_tensors")
 SKIP_DIRS = {"__pycache__", ".git", ".hg", ".venv", "venv", ".tox", "node_modules", ".mypy_cache"}
+MAX_SOURCE_BYTES = 8 * 2**20
+"""Relevant files above this size (generated code) are skipped with an error, not parsed."""
 
 
 @dataclass
@@ -30,7 +36,7 @@ def discover(paths: list[Path], exclude: tuple[str, ...] = ()) -> Discovery:
         if path.is_file() or path.is_symlink() and not path.is_dir():
             candidates = [path]
         elif path.is_dir():
-            candidates = list(_walk(path))
+            candidates = list(_walk(path, found.errors))
             if not candidates:
                 found.errors.append(FileError(path, "no Python files found"))
         else:
@@ -45,8 +51,11 @@ def discover(paths: list[Path], exclude: tuple[str, ...] = ()) -> Discovery:
     return found
 
 
-def _walk(root: Path):
-    for folder, dirs, files in os.walk(root, followlinks=False):
+def _walk(root: Path, errors: list[FileError]):
+    def unlisted(error: OSError) -> None:
+        errors.append(FileError(Path(error.filename or root), f"cannot list folder: {error.strerror}"))
+
+    for folder, dirs, files in os.walk(root, onerror=unlisted, followlinks=False):
         dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith("."))
         for name in sorted(files):
             if name.endswith(".py"):
@@ -58,6 +67,36 @@ def _excluded(path: Path, patterns: tuple[str, ...]) -> bool:
     return any(fnmatch.fnmatch(text, p) or fnmatch.fnmatch(text, f"*/{p}") for p in patterns)
 
 
-def relevant(source: bytes) -> bool:
-    """Whether a file can take part in the contract at all (a byte search, no parsing)."""
-    return any(marker in source for marker in MARKERS)
+def read_source(path: Path) -> bytes | None:
+    """The bytes of a file that can take part in the contract; None for one that cannot.
+
+    Raises OSError, with a message fit for a report, for what is not a readable regular file
+    (broken link, link loop, FIFO, device) and for a relevant file over `MAX_SOURCE_BYTES`.
+    Opens without blocking, so a path swapped for a FIFO after discovery cannot hang the run.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise OSError(error.errno, "symbolic link loop") from None
+        if error.errno == errno.ENOENT and path.is_symlink():
+            raise OSError(error.errno, "broken symbolic link") from None
+        raise
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(0, "not a regular file (a FIFO, socket or device); skipped")
+        if info.st_size > MAX_SOURCE_BYTES:
+            with mmap.mmap(fd, 0, access=mmap.ACCESS_READ) as view:
+                if relevant(view):
+                    raise OSError(0, f"too large to analyze ({info.st_size / 2**20:.1f} MB, "
+                                     f"the limit is {MAX_SOURCE_BYTES // 2**20} MB); skipped")
+            return None
+        data = handle.read()
+    return data if relevant(data) else None
+
+
+def relevant(source: bytes | mmap.mmap) -> bool:
+    """Whether a file can hold a class under contract: one with a forward or a producer that
+    names intermediate tensors (a byte search, no parsing). Bases elsewhere load on demand."""
+    return any(source.find(m) >= 0 for m in MARKERS) and any(source.find(d) >= 0 for d in DEFINES)

@@ -5,15 +5,15 @@ from __future__ import annotations
 import os
 import re
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import rules
 from .analyze import analyze_source
+from .cache import FactsCache, default_folder
 from .config import Options
-from .discover import discover, relevant
+from .discover import discover, read_source
 from .facts import ModuleFacts
-from .apply import FixError, edits_of, rewrite, verify_scope, verify_syntax, write_atomic
 from .findings import Applicability, FileChange, FileError, Finding, Report
 from .index import ClassRef, Index, import_root, module_name
 from .registry import find_registry, load_registry, root_of
@@ -31,6 +31,8 @@ class Session:
     targets: list[ModuleFacts]
     registry: Path | None
     options: Options
+    sources: dict[str, bytes] = field(default_factory=dict)
+    """The bytes each target was analyzed from: fixes rewrite these, and writing checks the disk still holds them."""
 
 
 def check(paths: list[Path], options: Options) -> Report:
@@ -42,6 +44,8 @@ def check(paths: list[Path], options: Options) -> Report:
 
 def fix(paths: list[Path], options: Options, write: bool = True) -> Report:
     """Apply the allowed fixes; each file is written only once its rewrite is verified."""
+    from .apply import FixError, edits_of, rewrite, verify_scope, verify_syntax, write_atomic
+
     report = Report()
     session = analyze(paths, options, report)
     report.findings, report.notes = evaluate(session)
@@ -50,7 +54,7 @@ def fix(paths: list[Path], options: Options, write: bool = True) -> Report:
     rewrites = {}
     for path, edits in edits_of(fixable).items():
         try:
-            result = rewrite(path.read_bytes(), edits)
+            result = rewrite(session.sources[str(path)], edits)
             verify_syntax(result, path)
             verify_scope(result)
         except (FixError, OSError) as error:
@@ -115,33 +119,26 @@ def analyze(paths: list[Path], options: Options, report: Report) -> Session:
     sources: list[tuple[Path, bytes]] = []
     for path in found.files:
         try:
-            data = _read(path)
+            data = read_source(path)
         except OSError as error:
             report.errors.append(FileError(path, f"cannot read: {error.strerror or error}"))
             continue
-        if relevant(data):
+        if data is not None:
             sources.append((path, data))
     registry = _registry(paths, options)
     roots = {import_root(p) for p, _ in sources}
     if registry:
         roots.add(root_of(registry))
-    index = Index(sorted(roots, key=lambda r: len(r.parts), reverse=True))
+    cache = FactsCache(default_folder() if options.cache else None)
+    index = Index(sorted(roots, key=lambda r: len(r.parts), reverse=True), cache)
     targets = []
-    for path, result in zip((p for p, _ in sources), _analyze_all(sources, options.jobs)):
+    for path, result in zip((p for p, _ in sources), _analyze_all(sources, index, options.jobs)):
         if isinstance(result, str):
             report.errors.append(FileError(path, result))
             continue
         index.add(result)
         targets.append(result)
-    return Session(index, targets, registry, options)
-
-
-def _read(path: Path) -> bytes:
-    if path.is_symlink() and not path.exists():
-        raise OSError(0, "broken symbolic link")
-    if not path.is_file():
-        raise OSError(0, "not a regular file")
-    return path.read_bytes()
+    return Session(index, targets, registry, options, {str(p): d for p, d in sources})
 
 
 def _registry(paths: list[Path], options: Options) -> Path | None:
@@ -155,23 +152,38 @@ def _registry(paths: list[Path], options: Options) -> Path | None:
     return None
 
 
-def _job(item: tuple[Path, bytes]) -> ModuleFacts | str:
-    path, data = item
-    root = import_root(path)
+def _job(item: tuple[str, bytes, str]) -> ModuleFacts | str:
+    path, data, name = item
     try:
-        return analyze_source(data, str(path), module_name(path, root))
+        return analyze_source(data, path, name)
     except SyntaxError as error:
         return f"syntax error: {error.msg} (line {error.lineno})"
     except (ValueError, UnicodeDecodeError) as error:
         return f"cannot parse: {error}"
 
 
-def _analyze_all(sources: list[tuple[Path, bytes]], jobs: int) -> list[ModuleFacts | str]:
+def _analyze_all(sources: list[tuple[Path, bytes]], index: Index, jobs: int) -> list[ModuleFacts | str]:
+    """Facts for every source: cached ones read back, the rest parsed (in parallel when many)."""
+    results: list[ModuleFacts | str | None] = []
+    misses: list[tuple[int, str, tuple[str, bytes, str]]] = []
+    for path, data in sources:
+        name = module_name(path, import_root(path))
+        key = index.cache.key(data, str(path), name)
+        results.append(index.cache.get(key))
+        if results[-1] is None:
+            misses.append((len(results) - 1, key, (str(path), data, name)))
     workers = jobs or min(os.cpu_count() or 1, 8)
-    if workers <= 1 or len(sources) < PARALLEL_THRESHOLD:
-        return [_job(s) for s in sources]
-    with ProcessPoolExecutor(workers) as pool:
-        return list(pool.map(_job, sources, chunksize=max(1, len(sources) // (workers * 4))))
+    items = [m[2] for m in misses]
+    if workers <= 1 or len(items) < PARALLEL_THRESHOLD:
+        parsed = [_job(i) for i in items]
+    else:
+        with ProcessPoolExecutor(workers) as pool:
+            parsed = list(pool.map(_job, items, chunksize=max(1, len(items) // (workers * 4))))
+    for (position, key, _), result in zip(misses, parsed):
+        results[position] = result
+        if not isinstance(result, str):
+            index.cache.put(key, result)
+    return results
 
 
 def evaluate(session: Session) -> tuple[list[Finding], list[Finding]]:
@@ -212,23 +224,29 @@ def _entries(session: Session, subjects: list[ClassRef]) -> tuple[list[ClassRef]
         return [r for r in subjects if "SupportsPP" in index.base_names(r)], False
     root = root_of(session.registry)
     names = {c.name for m in session.targets for c in m.classes.values()}
-    mention = re.compile(rb"\b(" + b"|".join(re.escape(n.encode()) for n in sorted(names)) + rb")\b") if names else None
     entries: list[ClassRef] = []
     for entry in load_registry(session.registry):
-        if entry.module not in index.by_name or index.by_name[entry.module] is None:
-            if mention is None or not _mentions(root, entry.module, mention):
-                continue
+        known = index.by_name.get(entry.module) is not None or entry.cls in names
+        if not known and not _subclasses_any(root, entry.module, names):
+            continue
         for ref in index.lookup(entry.module, entry.cls):
             if ref not in entries:
                 entries.append(ref)
     return entries, True
 
 
-def _mentions(root: Path, module: str, pattern: re.Pattern) -> bool:
+CLASS_HEADER = re.compile(rb"^\s*class\s+\w+\s*\(([^)]*)\)", re.M)
+NAME = re.compile(rb"\w+")
+
+
+def _subclasses_any(root: Path, module: str, names: set[str]) -> bool:
+    """Whether a module (not among the targets) defines a class with a base named in `names`."""
     base = root.joinpath(*module.split("."))
     for candidate in (base.with_suffix(".py"), base / "__init__.py"):
         try:
-            return bool(pattern.search(candidate.read_bytes()))
+            data = candidate.read_bytes()
         except OSError:
             continue
+        bases = {n.decode() for header in CLASS_HEADER.findall(data) for n in NAME.findall(header)}
+        return bool(bases & names)
     return False

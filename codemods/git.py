@@ -53,6 +53,17 @@ class CommitInfo:
     message: str
 
 
+def init_repo(path: Path, who: Identity, message: str) -> git.Repo:
+    """A new repository at `path` (branch main, `who` as its identity) with one commit of all it holds."""
+    repo = git.Repo.init(path, initial_branch="main")
+    with repo.config_writer() as config:
+        config.set_value("user", "name", who.name)
+        config.set_value("user", "email", who.email)
+    repo.git.add("-A")
+    repo.git.commit("--no-verify", "-m", message, env=who.env())
+    return repo
+
+
 def open_repo(path: Path) -> git.Repo:
     """The non-bare repository containing `path`, with at least one commit."""
     try:
@@ -78,7 +89,7 @@ def resolve(repo: git.Repo, ref: str) -> str:
 
 def branch_of(repo: git.Repo, ref: str) -> str | None:
     """The branch name behind `ref` (HEAD, a local or a remote-tracking branch), if any."""
-    name = repo.git.rev_parse("--abbrev-ref", "--end-of-options", ref, with_exceptions=False)
+    name = repo.git.rev_parse("--abbrev-ref", ref, with_exceptions=False)
     if not name or name == "HEAD":
         return None
     remotes = [r.name for r in repo.remotes]
@@ -121,10 +132,6 @@ def _info(commit: git.Commit) -> CommitInfo:
         summary=commit.summary if isinstance(commit.summary, str) else commit.summary.decode(),
         message=commit.message if isinstance(commit.message, str) else commit.message.decode(),
     )
-
-
-def trailers(repo: git.Repo, sha: str) -> dict[str, list[str]]:
-    return repo.commit(sha).trailers_dict
 
 
 def identity(repo: git.Repo, author: str | None = None) -> Identity:
@@ -244,6 +251,13 @@ def set_branch(repo: git.Repo, name: str, new: str, old: str | None) -> None:
         raise GitError(f"branch {name!r} changed during the sweep; re-run ({_stderr(error)})") from None
 
 
+def remote_location(repo: git.Repo, remote: str) -> str:
+    """`remote` as git must see it from any directory: a configured remote's name, a URL, an absolute path."""
+    if remote in {r.name for r in repo.remotes} or not Path(remote).exists():
+        return remote
+    return str(Path(remote).resolve())
+
+
 def remote_tip(repo: git.Repo, remote: str, name: str) -> str | None:
     """What `remote` (a remote name, URL or path) holds for branch `name`."""
     try:
@@ -287,10 +301,18 @@ def changed_files(repo: git.Repo, base: str) -> list[Path]:
     """Python files added, copied, modified or renamed since `base`, committed or not, plus untracked ones."""
     names = repo.git.diff("--name-only", "--no-renames", "--diff-filter=ACMR", base, "--", "*.py").splitlines()
     names += repo.git.ls_files("--others", "--exclude-standard", "--", "*.py").splitlines()
-    root = Path(repo.working_tree_dir)
+    root = Path(repo.working_tree_dir).resolve()
     return sorted({root / n for n in names if (root / n).is_file()})
 
 
 def _stderr(error: git.GitCommandError) -> str:
     text = (error.stderr or "").strip().removeprefix("stderr:").strip().strip("'").strip()
     return " ".join(text.split()) or str(error)
+
+
+def changed_under(paths: list[Path], base: str | None) -> list[Path]:
+    """Python files under `paths` changed against `base` (default: the merge base with the default branch)."""
+    repo = open_repo(paths[0])
+    start = resolve(repo, base) if base else default_branch_base(repo)
+    roots = [p.resolve() for p in paths]
+    return [f for f in changed_files(repo, start) if any(f == r or r in f.parents for r in roots)]

@@ -2,21 +2,24 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .analyze import analyze_source
+from .cache import FactsCache
 from .facts import ClassFacts, FunctionFacts, ModuleFacts
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ClassRef:
+    """A class and the module it is defined in; equal when path and name are."""
+
     module: ModuleFacts
     cls: ClassFacts
+    key: tuple[str, str] = field(init=False)
 
-    @property
-    def key(self) -> tuple[str, str]:
-        return (self.module.path, self.cls.name)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", (self.module.path, self.cls.name))
 
     def __hash__(self) -> int:
         return hash(self.key)
@@ -43,8 +46,9 @@ def module_name(path: Path, root: Path) -> str:
 class Index:
     """Facts of every module the run needs: the targets, eagerly, and their bases, on demand."""
 
-    def __init__(self, roots: list[Path] | None = None) -> None:
+    def __init__(self, roots: list[Path] | None = None, cache: FactsCache | None = None) -> None:
         self.roots: list[Path] = list(roots or [])
+        self.cache = cache or FactsCache(None)
         self.by_path: dict[str, ModuleFacts] = {}
         self.by_name: dict[str, ModuleFacts | None] = {}
         self._mro: dict[tuple[str, str], list[ClassRef]] = {}
@@ -69,12 +73,21 @@ class Index:
             for candidate in (base.with_suffix(".py"), base / "__init__.py"):
                 if candidate.is_file() and not candidate.is_symlink():
                     try:
-                        facts = analyze_source(candidate.read_bytes(), str(candidate), name)
+                        facts = self.parse(candidate.read_bytes(), str(candidate), name)
                     except (SyntaxError, ValueError, OSError):
                         return None
                     self.add(facts)
                     return facts
         return None
+
+    def parse(self, data: bytes, path: str, name: str) -> ModuleFacts:
+        """Facts of one module's source, from the cache when its content was seen before."""
+        key = self.cache.key(data, path, name)
+        facts = self.cache.get(key)
+        if facts is None:
+            facts = analyze_source(data, path, name)
+            self.cache.put(key, facts)
+        return facts
 
     def resolve(self, module: ModuleFacts, name: str, depth: int = 0) -> list[ClassRef]:
         """Classes a (dotted) name used in `module` may refer to, following imports."""

@@ -1,4 +1,4 @@
-"""`contractfix demo`: the main job on a bundled example tree, in a temp dir."""
+"""`contractfix demo`: the main job (check, then sweep to a branch) on a bundled example tree, in a temp git repo."""
 
 from __future__ import annotations
 
@@ -7,11 +7,12 @@ import tempfile
 from importlib import resources
 from pathlib import Path
 
-from .. import engine
+from .. import engine, git, sweep
 from ..config import Options
 from ..report import text
 
 EXAMPLE = "example"
+DEMO_IDENTITY = git.Identity("contractfix demo", "demo@contractfix.invalid")
 
 
 def copy_example(destination: Path) -> Path:
@@ -23,21 +24,27 @@ def copy_example(destination: Path) -> Path:
 
 
 def run() -> str:
+    """Check the example tree, then sweep it in a new git repo: branch, commit, diff, PR body."""
     with tempfile.TemporaryDirectory(prefix="contractfix-demo-") as temp:
         tree = copy_example(Path(temp) / "repo")
         checked = engine.check([tree], Options())
-        fixed = engine.fix([tree], Options())
-        after = engine.check([tree], Options())
+        repo = git.init_repo(tree, DEMO_IDENTITY, "Example vLLM-style models")
+        result = sweep.sweep(sweep.SweepRequest(repo=tree))
         return "\n".join(
             [
                 f"== contractfix check {tree}",
                 text.render(checked),
                 "",
-                "== contractfix fix",
-                text.unified_diff(fixed.changes).rstrip("\n"),
-                text.render_fix(fixed),
+                "== git init; git commit -m 'Example vLLM-style models'; contractfix sweep",
+                result.summary(),
                 "",
-                "== contractfix check (after fix)",
-                text.render(after),
+                f"== git log {result.base[:12]}..{result.branch}",
+                repo.git.log(f"{result.base}..{result.commit}"),
+                "",
+                f"== git diff {result.base[:12]} {result.branch}",
+                git.diff(repo, result.base, result.commit),
+                "",
+                "== PR body",
+                result.pr_text.rstrip("\n"),
             ]
         )

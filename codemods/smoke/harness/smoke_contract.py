@@ -55,7 +55,7 @@ def run_target(target: dict, plan: dict, emit: Emitter) -> None:
         _skip_all(emit, sizes, f"cannot smoke {target['arch']}: {exc}")
         return
     except Exception as exc:  # noqa: BLE001 - any import/config failure fails the target
-        emit("build", "fail", pp=1, error=excerpt("import the changed module", exc),
+        emit("build", "fail", pp=1, error=excerpt("import the changed module", exc, target["path"]),
              duration_s=time.monotonic() - start)
         _skip_all(emit, sizes, "not reached: build failed", include_build=False)
         return
@@ -68,13 +68,13 @@ def run_target(target: dict, plan: dict, emit: Emitter) -> None:
         return
     emit("build", "pass", pp=1, notes=notes, duration_s=time.monotonic() - start,
          reason=f"{cls.__module__}.{cls.__qualname__} from {inspect.getsourcefile(cls)}")
-    reference = _entry_check(full, emit, device)
+    reference = _entry_check(full, emit, device, target["path"])
     for size in sizes:
         if size > layers:
             for check in PP_CHECKS:
                 emit(check, "skip", pp=size, reason=f"the config has {layers} layers, fewer than PP={size}")
             continue
-        _pp_checks(config_dir, device, size, reference, emit)
+        _pp_checks(config_dir, device, size, reference, emit, target["path"])
 
 
 def _register(target: dict):
@@ -108,7 +108,7 @@ def _build_entry(config_dir: str, device: str, cls, target: dict):
     try:
         full = smoke_stage.build(config_dir, device, 0, 1)
     except Exception as exc:  # noqa: BLE001
-        return None, excerpt("build the PP=1 model", exc)
+        return None, excerpt("build the PP=1 model", exc, target["path"])
     if not isinstance(full.model, cls):
         return None, f"the built model is a {type(full.model).__qualname__}, not the changed {target['cls']}"
     return full, ""
@@ -147,7 +147,7 @@ def _installed_class(target: dict):
         return None
 
 
-def _entry_check(full, emit: Emitter, device: str):
+def _entry_check(full, emit: Emitter, device: str, source: str | None):
     """Call the PP=1 model without `intermediate_tensors`; returns its output, the PP reference."""
     ids, positions = _inputs(full, device)
     start = time.monotonic()
@@ -157,7 +157,7 @@ def _entry_check(full, emit: Emitter, device: str):
         return out
     except Exception as exc:  # noqa: BLE001
         emit("entry-without-intermediate-tensors", "fail", pp=1, duration_s=time.monotonic() - start,
-             error=excerpt("PP=1 forward(input_ids, positions)", exc))
+             error=excerpt("PP=1 forward(input_ids, positions)", exc, source))
     try:
         return full.forward(ids, positions, intermediate_tensors=None)
     except Exception:  # noqa: BLE001 - the PP checks then report the missing reference
@@ -186,7 +186,7 @@ class Pipeline:
     duration_s: float = 0.0
 
 
-def run_pipeline(config_dir: str, device: str, size: int) -> Pipeline:
+def run_pipeline(config_dir: str, device: str, size: int, source: str | None) -> Pipeline:
     import torch
     from vllm.sequence import IntermediateTensors
 
@@ -216,15 +216,15 @@ def run_pipeline(config_dir: str, device: str, size: int) -> Pipeline:
                 raise TypeError(f"rank {rank} of {size} returned {type(out).__name__}, not IntermediateTensors")
             run.outputs[rank] = sent = out
     except Exception as exc:  # noqa: BLE001
-        run.error = excerpt(step, exc)
+        run.error = excerpt(step, exc, source)
     run.duration_s = time.monotonic() - start
     return run
 
 
-def _pp_checks(config_dir: str, device: str, size: int, reference, emit: Emitter) -> None:
-    run = run_pipeline(config_dir, device, size)
+def _pp_checks(config_dir: str, device: str, size: int, reference, emit: Emitter, source: str | None) -> None:
+    run = run_pipeline(config_dir, device, size, source)
     _factory_keys(run, emit)
-    _keys_read(run, emit, device)
+    _keys_read(run, emit, device, source)
     _chain(run, reference, emit)
 
 
@@ -243,7 +243,7 @@ def _factory_keys(run: Pipeline, emit: Emitter) -> None:
         emit("factory-keys", "skip", pp=run.size, keys=keys, reason="not reached: " + run.error.splitlines()[0])
 
 
-def _keys_read(run: Pipeline, emit: Emitter, device: str) -> None:
+def _keys_read(run: Pipeline, emit: Emitter, device: str, source: str | None) -> None:
     if run.error:
         emit("keys-read", "skip", pp=run.size, reason="not reached: " + run.error.splitlines()[0])
         return
@@ -265,7 +265,7 @@ def _keys_read(run: Pipeline, emit: Emitter, device: str) -> None:
                 if change <= READ_TOL:
                     unread.append(f"rank {rank}: {key}")
     except Exception as exc:  # noqa: BLE001
-        emit("keys-read", "fail", pp=run.size, error=excerpt(f"rank {rank} forward with '{key}' zeroed", exc),
+        emit("keys-read", "fail", pp=run.size, error=excerpt(f"rank {rank} forward with '{key}' zeroed", exc, source),
              duration_s=time.monotonic() - start)
         return
     keys = {"received": sorted({k for r in run.received.values() for k in r.tensors}), "unread": unread}

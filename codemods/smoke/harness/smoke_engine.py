@@ -37,11 +37,11 @@ def run(plan: dict) -> None:
         emit("generate", "skip", pp=size, reason=f"cannot smoke {target['arch']}: {exc}")
         return
     except Exception as exc:  # noqa: BLE001
-        emit("generate", "fail", pp=size, error=excerpt(step, exc), duration_s=time.monotonic() - start)
+        emit("generate", "fail", pp=size, error=excerpt(step, exc, target["path"]), duration_s=time.monotonic() - start)
         return
     emit("generate", "pass", pp=size, duration_s=time.monotonic() - start, notes=[f"tokens: {tokens}"])
-    with open(plan["tokens"], "w") as handle:
-        json.dump(tokens, handle)
+    with open(plan["outputs"], "w") as handle:
+        json.dump({"tokens": tokens}, handle)
 
 
 def _write_config(target: dict, size: int, device: str) -> str:

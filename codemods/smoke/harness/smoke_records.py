@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
 import traceback
 
 
 class Emitter:
     """Records for one target share `arch`, `tier`, `path` and `device`; each call adds one line."""
 
-    def __init__(self, path: str, **common) -> None:
-        self.path = path
+    def __init__(self, results: str, **common) -> None:
+        self.results = results
         self.common = common
 
     def __call__(self, check: str, status: str, *, pp: int | None = None, reason: str = "",
@@ -27,15 +28,18 @@ class Emitter:
             "keys": keys or {},
             "notes": notes or [],
         }
-        with open(self.path, "a") as handle:
+        with open(self.results, "a") as handle:
             handle.write(json.dumps(record) + "\n")
 
 
-def excerpt(step: str, exc: BaseException) -> str:
-    """`step: Type: message`, and the innermost source line of the traceback."""
+def excerpt(step: str, exc: BaseException, source: str | None = None) -> str:
+    """`step: Type: message`, where it was raised, and the line of `source` (the changed file) it
+    went through last, when that is not the same frame."""
     text = f"{step}: {type(exc).__name__}: {exc}"
     frames = traceback.extract_tb(exc.__traceback__)
-    if frames:
-        last = frames[-1]
-        text += f"\n  at {last.filename}:{last.lineno} in {last.name}: {(last.line or '').strip()}"
+    if not frames:
+        return text
+    own = [f for f in frames if source and os.path.realpath(f.filename) == os.path.realpath(source)]
+    for frame in ([own[-1]] if own else []) + ([frames[-1]] if not own or own[-1] is not frames[-1] else []):
+        text += f"\n  at {frame.filename}:{frame.lineno} in {frame.name}: {(frame.line or '').strip()}"
     return text

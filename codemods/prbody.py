@@ -1,0 +1,128 @@
+"""The pull-request description of a sweep, in Markdown, built from rule metadata and findings."""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+
+from . import __version__
+from .findings import Applicability, Finding
+from .rules import ALL
+
+
+@dataclass(frozen=True)
+class Smoke:
+    """A smoke run's outcome as the PR body shows it."""
+
+    ok: bool
+    summary: str
+
+
+def render(
+    fixed: list[Finding],
+    left: list[Finding],
+    base: str,
+    fix_args: list[str],
+    smoke: Smoke | None = None,
+) -> str:
+    """The whole description; paths in the findings are expected relative to the repo root."""
+    sections = [
+        _intro(fixed, base),
+        _rules({f.rule for f in fixed}),
+        _fixes(fixed),
+        _evidence(fixed),
+        _left(left),
+    ]
+    if smoke is not None:
+        sections.append(_smoke(smoke))
+    sections.append(_reproduce(base, fix_args))
+    return "\n\n".join(sections) + "\n"
+
+
+def _intro(fixed: list[Finding], base: str) -> str:
+    files = len({f.path for f in fixed})
+    return (
+        f"This PR fixes {len(fixed)} pipeline-parallel contract violation{_s(fixed)} in {files} "
+        f"file{'' if files == 1 else 's'}, found and fixed by contractfix "
+        f"{__version__} on `{base[:12]}`. Each change is the minimal edit that makes the model "
+        "file keep vLLM's pipeline-parallel (PP) contract; nothing else is touched."
+    )
+
+
+def _rules(codes: set[str]) -> str:
+    out = ["## What was wrong"]
+    for code in sorted(codes):
+        rule = ALL[code]
+        out += ["", f"### {rule.code} `{rule.name}`", "", rule.summary, "", rule.rationale]
+    return "\n".join(out)
+
+
+def _fixes(fixed: list[Finding]) -> str:
+    rows = ["## Fixes", "", "| File | Class | Rule | Keys | Fix |", "|---|---|---|---|---|"]
+    for f in _sorted(fixed):
+        keys = ", ".join(f"`{k}`" for k in f.keys) or "—"
+        fix = f.fix.description if f.fix else ""
+        rows.append(f"| `{f.path.as_posix()}:{f.line}` | `{f.cls}` | {f.rule} | {keys} | {_cell(fix)} |")
+    return "\n".join(rows)
+
+
+def _evidence(fixed: list[Finding]) -> str:
+    out = ["## Evidence", "", "Where each key is allocated, sent or read, as the analysis saw it on the base commit:"]
+    for f in _sorted(fixed):
+        out += ["", f"- **{f.rule} `{f.cls}`** (`{f.path.as_posix()}:{f.line}`): {f.message}"]
+        out += [f"  - `{e.path.as_posix()}:{e.line}` {e.role or 'line'}: `{_code(e.text)}`" for e in f.evidence]
+    return "\n".join(out)
+
+
+def _left(left: list[Finding]) -> str:
+    if not left:
+        return "## Left for review\n\nNothing: every finding on the base commit is fixed here."
+    out = ["## Left for review", "", "Found but not fixed automatically; a maintainer should look at these:", ""]
+    for f in _sorted(left):
+        why = _why_left(f)
+        out.append(f"- `{f.path.as_posix()}:{f.line}` {f.rule} `{f.cls}`: {f.message} ({why})")
+    return "\n".join(out)
+
+
+def _why_left(f: Finding) -> str:
+    if f.fix is None:
+        return "no automatic fix"
+    if f.fix.applicability is Applicability.UNSAFE:
+        return f"unsafe fix available with `--unsafe-fixes`: {f.fix.description}"
+    return "the fix did not verify"
+
+
+def _smoke(smoke: Smoke) -> str:
+    verdict = "passed" if smoke.ok else "FAILED"
+    return f"## Smoke test\n\nThe smoke run {verdict}:\n\n```\n{smoke.summary.rstrip()}\n```"
+
+
+def _reproduce(base: str, fix_args: list[str]) -> str:
+    fix = shlex.join(["contractfix", "fix", *fix_args, "."])
+    return "\n".join(
+        [
+            "## Reproduce",
+            "",
+            "```sh",
+            f"git checkout --detach {base}",
+            f"{fix}  # contractfix {__version__}",
+            "git diff",
+            "```",
+        ]
+    )
+
+
+def _sorted(findings: list[Finding]) -> list[Finding]:
+    return sorted(findings, key=lambda f: f.sort_key)
+
+
+def _s(items: list) -> str:
+    return "" if len(items) == 1 else "s"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _code(text: str) -> str:
+    return text.replace("`", "'")

@@ -1,0 +1,139 @@
+"""SARIF 2.1.0 output: rule metadata as the driver's rules, findings as results, fixes as replacements."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from urllib.parse import quote
+
+from .. import __version__
+from ..findings import Finding, Report
+from ..rules import ALL
+from ..rules.docs import explain_text
+from . import relative
+from .replacements import Replacement, per_finding
+
+VERSION = "2.1.0"
+SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+SRCROOT = "%SRCROOT%"
+
+
+def document(
+    report: Report,
+    verbose: bool = False,
+    preview: Report | None = None,
+    statistics: list[dict] | None = None,
+) -> dict:
+    """One run of contractfix. Each finding that `preview` (an in-memory `fix` run) fixed carries
+    that fix as replacements; `verbose` adds the unverified notes as `note` results."""
+    fixes = per_finding(preview) if preview else {}
+    order = {code: i for i, code in enumerate(ALL)}
+    results = [_result(f, order, "error", fixes.get(f, [])) for f in report.findings]
+    if verbose:
+        results += [_result(f, order, "note", []) for f in report.notes]
+    run = {
+        "tool": {
+            "driver": {
+                "name": "contractfix",
+                "version": __version__,
+                "semanticVersion": __version__,
+                "rules": [_rule(r) for r in ALL.values()],
+            }
+        },
+        "originalUriBaseIds": {SRCROOT: {"uri": Path.cwd().resolve().as_uri() + "/"}},
+        "columnKind": "unicodeCodePoints",
+        "invocations": [
+            {
+                "executionSuccessful": not report.errors,
+                "toolExecutionNotifications": [
+                    {
+                        "level": "error",
+                        "message": {"text": e.message},
+                        "locations": [{"physicalLocation": {"artifactLocation": _artifact(e.path)}}],
+                    }
+                    for e in report.errors
+                ],
+            }
+        ],
+        "results": results,
+    }
+    if statistics is not None:
+        run["properties"] = {"statistics": statistics}
+    return {"$schema": SCHEMA, "version": VERSION, "runs": [run]}
+
+
+def _rule(rule) -> dict:
+    return {
+        "id": rule.code,
+        "name": rule.name,
+        "shortDescription": {"text": rule.summary},
+        "fullDescription": {"text": rule.rationale},
+        "help": {"text": explain_text(rule)},
+        "defaultConfiguration": {"level": "error"},
+        "properties": {"fix": rule.fix_label, "tags": ["pipeline-parallel", "vllm"]},
+    }
+
+
+def _result(f: Finding, order: dict[str, int], level: str, changes: list) -> dict:
+    result = {
+        "ruleId": f.rule,
+        "ruleIndex": order[f.rule],
+        "level": level,
+        "message": {"text": f"{f.message} ({f.cls})" + (f": {f.note}" if f.note else "")},
+        "locations": [
+            {
+                "physicalLocation": {
+                    "artifactLocation": _artifact(f.path),
+                    "region": {"startLine": f.line, "startColumn": f.column + 1},
+                },
+                "logicalLocations": [{"name": f.cls, "kind": "type"}],
+            }
+        ],
+        "relatedLocations": [
+            {
+                "id": i,
+                "message": {"text": f"{e.role}: {e.text}" if e.role else e.text},
+                "physicalLocation": {
+                    "artifactLocation": _artifact(e.path),
+                    "region": {"startLine": e.line, "snippet": {"text": e.text}},
+                },
+            }
+            for i, e in enumerate(f.evidence)
+        ],
+        "partialFingerprints": {"contractfix/v1": _fingerprint(f)},
+        "properties": {"class": f.cls, "keys": list(f.keys)},
+    }
+    if f.fix:
+        result["properties"]["fix"] = {"applicability": f.fix.applicability.value, "description": f.fix.description}
+    if changes:
+        result["fixes"] = [
+            {
+                "description": {"text": f"{f.fix.description} ({f.fix.applicability.value} fix)"},
+                "artifactChanges": [
+                    {"artifactLocation": _artifact(path), "replacements": [_replacement(r) for r in found]}
+                    for path, found in changes
+                ],
+            }
+        ]
+    return result
+
+
+def _replacement(r: Replacement) -> dict:
+    region = {"startLine": r.start[0], "startColumn": r.start[1], "endLine": r.end[0], "endColumn": r.end[1]}
+    out = {"deletedRegion": region}
+    if r.text:
+        out["insertedContent"] = {"text": r.text}
+    return out
+
+
+def _artifact(path: Path) -> dict:
+    shown = relative(path)
+    if shown.startswith("/"):
+        return {"uri": Path(shown).as_uri()}
+    return {"uri": quote(shown), "uriBaseId": SRCROOT}
+
+
+def _fingerprint(f: Finding) -> str:
+    """Stable across line moves: the rule, the file, the class and the keys."""
+    text = "\0".join([f.rule, relative(f.path), f.cls, *f.keys])
+    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:32]

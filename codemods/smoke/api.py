@@ -1,0 +1,101 @@
+"""`run_smoke`: choose the tiers, map the files to architectures, run each tier, collect one report."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from .launch import find_python, probe
+from .records import SmokeReport
+from .targets import UsageError, select_targets
+from .tier_contract import UserConfig, run_contract
+from .tier_engine import run_engine, skipped
+from .tier_static import run_static
+from .tiers import Machine, NoVllmPython, Tier, plan_tiers
+from .venv import SetupError
+
+DEFAULT_PP_SIZES = (2, 3)
+ENGINE_PP = 2
+
+
+def run_smoke(
+    paths: list[Path | str],
+    *,
+    tier: Tier | str | None = None,
+    arch: str | None = None,
+    python: Path | str | None = None,
+    config: Path | str | None = None,
+    pp_sizes: tuple[int, ...] = DEFAULT_PP_SIZES,
+    allow_skip: bool = False,
+    timeout: float | None = None,
+    base: str = "HEAD",
+) -> SmokeReport:
+    """Smoke the changed model files `paths` (or architecture `arch` of the installed vLLM).
+
+    `tier`: the highest tier to run (tiers are cumulative); None: the highest this machine can
+    run. `python`: a Python with vLLM (default: this one if it has vLLM, else the managed env).
+    `config`: a folder with a config.json for the architectures it lists. `timeout`: seconds per
+    harness process (default: scaled to the work). `base`: the git revision the static tier
+    diffs against. Raises SetupError (no usable Python with vLLM for the tiers asked for, the
+    harness cannot start) and UsageError (nothing to smoke, a bad --config).
+    """
+    start = time.monotonic()
+    files = [Path(p) for p in paths]
+    requested = Tier.parse(tier) if isinstance(tier, str) else tier
+    if requested is Tier.STATIC:
+        machine = Machine(why_no_python="not needed for the static tier")
+    else:
+        found, why = find_python(Path(python) if python else None)
+        machine = probe(found, why)
+    try:
+        tiers = plan_tiers(requested, machine)
+    except NoVllmPython as error:
+        raise SetupError(str(error)) from None
+    user_config = _user_config(Path(config)) if config else None
+    if not files and not arch:
+        raise UsageError("name changed model files, or an architecture with --arch")
+    if user_config and arch and not user_config.covers(arch):
+        raise UsageError(f"{config}/config.json does not list {arch} in its architectures")
+    targets = select_targets(files, arch, machine.registry) if tiers.run[-1] > Tier.STATIC else []
+    report = SmokeReport(
+        tiers=[t.label for t in tiers.run],
+        not_run={t.label: why for t, why in tiers.not_run.items()},
+        environment=_environment(machine),
+        allow_skip=allow_skip,
+    )
+    for current in tiers.run:
+        if current is Tier.STATIC:
+            report.records.extend(run_static(files, base))
+        elif current is Tier.CONTRACT:
+            report.records.extend(run_contract(targets, machine, pp_sizes=pp_sizes, timeout=timeout, config=user_config))
+        elif current in tiers.skipped:
+            report.records.extend(skipped(targets, tiers.skipped[current], ENGINE_PP))
+        else:
+            report.records.extend(run_engine(targets, machine, pp=ENGINE_PP, timeout=timeout, config=user_config))
+    report.duration_s = time.monotonic() - start
+    return report
+
+
+def _user_config(folder: Path) -> UserConfig:
+    try:
+        values = json.loads((folder / "config.json").read_text())
+    except (OSError, ValueError) as error:
+        raise UsageError(f"--config {folder}: cannot read config.json: {error}") from None
+    if not values.get("architectures"):
+        raise UsageError(f"--config {folder}: config.json names no architectures")
+    return UserConfig(str(folder / "config.json"), values)
+
+
+def _environment(machine: Machine) -> dict[str, object]:
+    if machine.python is None:
+        return {"python": None, "why_no_python": machine.why_no_python}
+    return {
+        "python": str(machine.python),
+        "vllm": machine.vllm,
+        "torch": machine.torch,
+        "cuda_devices": machine.cuda_devices,
+        "cpu_kernels": machine.cpu_kernels,
+        "contract_device": machine.contract_device,
+        "engine_device": machine.engine_device,
+    }

@@ -1,0 +1,90 @@
+"""The engine tier: real `vllm.LLM` runs with dummy weights, PP=1 then PP=N, each in its own process.
+
+The greedy token ids must be identical. vLLM starts its own workers, so the changed modules
+reach them through the sitecustomize shim (PYTHONPATH) and CONTRACTFIX_SMOKE_OVERRIDES; a private
+VLLM_CACHE_ROOT keeps vLLM's model-info cache (keyed by the installed file) out of the way.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+
+from .launch import SHIM, run_harness
+from .records import CheckRecord, Status
+from .targets import Target
+from .tier_contract import UserConfig, select_skips
+from .tiers import Machine
+
+TIER = "engine"
+OVERRIDES_ENV = "CONTRACTFIX_SMOKE_OVERRIDES"
+TIMEOUT_S = 600.0
+
+
+def run_engine(targets: list[Target], machine: Machine, *, pp: int = 2, timeout: float | None = None,
+               config: UserConfig | None = None) -> list[CheckRecord]:
+    records = select_skips(targets, TIER)
+    for target in (t for t in targets if not t.skip):
+        records.extend(_smoke(target, machine, pp, timeout or TIMEOUT_S, config))
+    return records
+
+
+def skipped(targets: list[Target], reason: str, pp: int = 2) -> list[CheckRecord]:
+    """The engine tier was asked for and this machine cannot run it: one skip per target."""
+    return [
+        CheckRecord(t.arch, TIER, "tokens-equal-pp1", Status.SKIP, reason=t.skip or reason, pp=pp,
+                    path=str(t.path) if t.path else None)
+        for t in targets
+    ]
+
+
+def _smoke(target: Target, machine: Machine, pp: int, timeout: float, config: UserConfig | None) -> list[CheckRecord]:
+    device = machine.engine_device
+    path = str(target.path) if target.path else None
+    given = config if config and config.covers(target.arch) else None
+    records, tokens = [], {}
+    for size in (1, pp):
+        plan = {
+            "device": device,
+            "pp": size,
+            "target": {"arch": target.arch, "module": target.module, "cls": target.cls, "path": path,
+                       "layers": pp, "config": given.values if given else None},
+        }
+        with tempfile.TemporaryDirectory(prefix="contractfix-vllm-cache-") as cache:
+            result = run_harness(machine.python, "engine", plan, timeout=timeout, env=engine_env(target, device, size, cache))
+        records.extend(result.records)
+        if not any(r.check == "generate" and r.pp == size for r in result.records):
+            records.append(CheckRecord(target.arch, TIER, "generate", Status.FAIL, pp=size, path=path, device=device,
+                                       reason=result.problem or "the harness did not report this check",
+                                       error=result.problem))
+        tokens[size] = result.outputs.get("tokens")
+    records.append(_compare(target, tokens[1], tokens[pp], pp, path, device))
+    return records
+
+
+def engine_env(target: Target, device: str, size: int, cache: str) -> dict[str, str]:
+    env = {
+        OVERRIDES_ENV: json.dumps(dict(target.overrides)),
+        "PYTHONPATH": os.pathsep.join(p for p in (str(SHIM), os.environ.get("PYTHONPATH", "")) if p),
+        "VLLM_CACHE_ROOT": cache,
+    }
+    if device == "cpu":
+        cores = os.cpu_count() or 1
+        share = max(1, cores // size)
+        env["VLLM_CPU_OMP_THREADS_BIND"] = "|".join(
+            f"{r * share}-{r * share + share - 1}" if share > 1 else str(min(r, cores - 1)) for r in range(size)
+        )
+    return env
+
+
+def _compare(target: Target, single, piped, pp: int, path: str | None, device: str) -> CheckRecord:
+    record = CheckRecord(target.arch, TIER, "tokens-equal-pp1", Status.PASS, pp=pp, path=path, device=device)
+    if single is None or piped is None:
+        record.status, record.reason = Status.SKIP, "not reached: a generate run failed"
+    elif single != piped:
+        record.status = Status.FAIL
+        record.error = f"greedy tokens differ: PP=1 {single}, PP={pp} {piped}"
+    else:
+        record.reason = f"identical greedy tokens: {single}"
+    return record

@@ -1,0 +1,348 @@
+"""Bad input and hostile conditions: each gets a clear message in `errors`, the rest of the run
+goes on (the healthy model beside it is still fixed) and no byte of any file is lost."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from codemods import apply, engine
+from codemods.config import Options
+from codemods.discover import MAX_SOURCE_BYTES
+from codemods.findings import Report
+from tests.privileges import permissions_enforced
+
+MODELS = Path("vllm/model_executor/models")
+
+VIOLATING = '''\
+from torch import nn
+
+from vllm.distributed import get_pp_group
+from vllm.model_executor.models.utils import make_empty_intermediate_tensors_factory
+from vllm.sequence import IntermediateTensors
+
+
+class {name}Model(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.make_empty_intermediate_tensors = make_empty_intermediate_tensors_factory(
+            ["hidden_states"], config.hidden_size
+        )
+
+    def forward(self, input_ids, positions, intermediate_tensors=None):
+        if get_pp_group().is_first_rank:
+            hidden_states, residual = self.embed(input_ids), None
+        else:
+            hidden_states = intermediate_tensors["hidden_states"]
+            residual = intermediate_tensors["residual"]
+        if not get_pp_group().is_last_rank:
+            return IntermediateTensors({{"hidden_states": hidden_states, "residual": residual}})
+        return hidden_states
+'''
+
+
+def violating(name: str = "Tiny") -> str:
+    """A model whose factory lacks "residual" (PP001, safe fix)."""
+    return VIOLATING.format(name=name)
+
+
+def fixed(name: str = "Tiny") -> str:
+    return violating(name).replace('["hidden_states"]', '["hidden_states", "residual"]')
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A vLLM-style tree with one healthy-but-fixable model, `good.py`."""
+    root = tmp_path / "repo"
+    for folder in (root / "vllm", root / "vllm/model_executor", root / MODELS):
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "__init__.py").write_text("")
+    (root / MODELS / "good.py").write_text(violating("Good"))
+    return root
+
+
+def files(root: Path) -> dict[str, bytes]:
+    """Every regular file under `root` (links not followed), with its bytes."""
+    out = {}
+    for folder, dirs, names in os.walk(root):
+        for name in names:
+            path = Path(folder) / name
+            if path.is_file() and not path.is_symlink():
+                out[path.relative_to(root).as_posix()] = path.read_bytes()
+    return out
+
+
+def fix_and_check(root: Path, bad: str, message: str, **unchanged_too: bytes) -> Report:
+    """Run `fix` on `root`; the error names `bad` with `message`, good.py is fixed, nothing else moved."""
+    before = files(root)
+    report = engine.fix([root], Options())
+    errors = [e for e in report.errors if Path(e.path).name == bad]
+    assert errors, f"no error for {bad}: {report.errors}"
+    assert any(message in e.message for e in errors), [e.message for e in errors]
+    assert (root / MODELS / "good.py").read_text() == fixed("Good")
+    after = files(root)
+    before[(MODELS / "good.py").as_posix()] = fixed("Good").encode()
+    assert after == before
+    for path, data in unchanged_too.items():
+        assert Path(path).read_bytes() == data
+    return report
+
+
+def put(root: Path, name: str, data: bytes) -> Path:
+    path = root / MODELS / name
+    path.write_bytes(data)
+    return path
+
+
+@pytest.mark.parametrize(
+    "name, data, message",
+    [
+        ("syntax.py", violating("Syntax").replace("def forward(self,", "def forward(self").encode(), "syntax error"),
+        ("nul.py", violating("Nul").encode() + b"x = 1\x00\n", "null bytes"),
+        ("undecodable.py", b"# caf\xe9\n" + violating("Latin").encode(), "utf-8"),
+        ("bom_latin1.py", b"\xef\xbb\xbf# -*- coding: latin-1 -*-\n" + violating("Both").encode(), "encoding"),
+        ("nested.py", violating("Deep").encode() + b"x = " + b"-" * 100_000 + b"1\n", "nested"),
+    ],
+    ids=lambda v: v if isinstance(v, str) and v.endswith(".py") else "",
+)
+def test_unparsable_file_is_reported_and_skipped(repo: Path, name: str, data: bytes, message: str) -> None:
+    put(repo, name, data)
+    fix_and_check(repo, name, message)
+
+
+@pytest.mark.parametrize(
+    "name, encode",
+    [
+        ("latin1_cookie.py", lambda s: ("# -*- coding: latin-1 -*-\n# café\n" + s).encode("latin-1")),
+        ("bom.py", lambda s: b"\xef\xbb\xbf" + ("# café\n" + s).encode()),
+        ("crlf.py", lambda s: s.replace("\n", "\r\n").encode()),
+        ("mixed_endings.py", lambda s: "".join(
+            line + ("\r\n" if i % 3 == 0 else "\n") for i, line in enumerate(s.split("\n")[:-1])
+        ).encode()),
+        ("tabs.py", lambda s: s.replace("        ", "\t\t").replace("    ", "\t").encode()),
+    ],
+    ids=lambda v: v if isinstance(v, str) else "",
+)
+def test_unusual_but_valid_encodings_are_fixed_in_their_own_style(repo: Path, name: str, encode) -> None:
+    """The fix lands, and every byte outside the edited line keeps its encoding and line ending."""
+    path = put(repo, name, encode(violating("Odd")))
+    report = engine.fix([repo], Options())
+    assert report.errors == []
+    assert path.read_bytes() == encode(fixed("Odd"))
+    assert (repo / MODELS / "good.py").read_text() == fixed("Good")
+
+
+def test_generated_20mb_file_is_skipped_quickly(repo: Path) -> None:
+    unit = violating("Gen").split("\n\n\n", 1)[1].replace("class GenModel", "class GenModel{}")
+    body = "".join(unit.format(i) + "\n\n" for i in range(20 * 2**20 // len(unit) + 1))
+    put(repo, "generated.py", violating("Gen").split("\n\n\n", 1)[0].encode() + b"\n\n\n" + body.encode())
+    assert (repo / MODELS / "generated.py").stat().st_size >= 20 * 2**20 > MAX_SOURCE_BYTES
+    put(repo, "table.py", b"TABLE = [\n" + b"    0,\n" * (3 * 2**20) + b"]\n")
+    report = fix_and_check(repo, "generated.py", "too large to analyze (20.")
+    assert not [e for e in report.errors if Path(e.path).name == "table.py"], "irrelevant big files are skipped silently"
+
+
+def test_symlink_loop_is_reported(repo: Path) -> None:
+    (repo / MODELS / "loop_a.py").symlink_to("loop_b.py")
+    (repo / MODELS / "loop_b.py").symlink_to("loop_a.py")
+    (repo / MODELS / "sub").mkdir()
+    (repo / MODELS / "sub" / "up").symlink_to("..", target_is_directory=True)
+    report = fix_and_check(repo, "loop_a.py", "symbolic link loop")
+    assert any(Path(e.path).name == "loop_b.py" for e in report.errors)
+
+
+def test_broken_symlink_is_reported(repo: Path) -> None:
+    (repo / MODELS / "gone.py").symlink_to("nowhere.py")
+    fix_and_check(repo, "gone.py", "broken symbolic link")
+
+
+def test_symlink_outside_the_repo_is_not_written(repo: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "elsewhere" / "shared_model.py"
+    outside.parent.mkdir()
+    outside.write_text(violating("Shared"))
+    link = repo / MODELS / "shared_model.py"
+    link.symlink_to(outside)
+    report = fix_and_check(repo, "shared_model.py", "is a symbolic link; not written", **{str(outside): violating("Shared").encode()})
+    assert link.is_symlink() and os.readlink(link) == str(outside)
+    assert any(f.path.name == "shared_model.py" for f in report.remaining)
+
+
+def test_unreadable_file_is_reported(repo: Path) -> None:
+    secret = put(repo, "secret.py", violating("Secret").encode())
+    secret.chmod(0)
+    try:
+        with permissions_enforced():
+            fix_and_check(repo, "secret.py", "cannot read: Permission denied")
+    finally:
+        secret.chmod(0o644)
+    assert secret.read_text() == violating("Secret")
+
+
+def test_unlistable_folder_is_reported(repo: Path) -> None:
+    closed = repo / MODELS / "closed"
+    closed.mkdir()
+    (closed / "inner.py").write_text(violating("Inner"))
+    closed.chmod(0)
+    try:
+        with permissions_enforced():
+            fix_and_check(repo, "closed", "cannot list folder: Permission denied")
+    finally:
+        closed.chmod(0o755)
+    assert (closed / "inner.py").read_text() == violating("Inner")
+
+
+def test_read_only_file_needing_a_fix_is_not_written(repo: Path) -> None:
+    frozen = put(repo, "frozen.py", violating("Frozen").encode())
+    frozen.chmod(0o444)
+    fix_and_check(repo, "frozen.py", "is read-only; not written")
+    assert frozen.stat().st_mode & 0o777 == 0o444
+
+
+def test_hard_linked_file_is_not_split(repo: Path, tmp_path: Path) -> None:
+    twin = tmp_path / "twin.py"
+    linked = put(repo, "linked.py", violating("Linked").encode())
+    os.link(linked, twin)
+    fix_and_check(repo, "linked.py", "other hard links", **{str(twin): violating("Linked").encode()})
+    assert os.stat(linked).st_ino == os.stat(twin).st_ino
+
+
+def test_file_changed_after_analysis_is_not_overwritten(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Someone saves the file while the run works on it: their bytes win, the fix is dropped."""
+    target = put(repo, "busy.py", violating("Busy").encode())
+    theirs = violating("Busy").replace("nn.Module", "nn.Module  # edited meanwhile").encode()
+    analyze = engine.analyze
+
+    def analyze_then_edit(*args, **kwargs):
+        session = analyze(*args, **kwargs)
+        target.write_bytes(theirs)
+        return session
+
+    monkeypatch.setattr(engine, "analyze", analyze_then_edit)
+    report = engine.fix([repo], Options())
+    assert any(Path(e.path).name == "busy.py" and "changed on disk since it was analyzed" in e.message for e in report.errors)
+    assert target.read_bytes() == theirs
+    assert (repo / MODELS / "good.py").read_text() == fixed("Good")
+
+
+def test_file_changed_while_the_temp_file_is_written_is_not_overwritten(tmp_path: Path, monkeypatch) -> None:
+    target = tmp_path / "model.py"
+    target.write_text(violating())
+    result = apply.Rewrite(violating().encode(), fixed().encode(), ())
+    mkstemp = apply.tempfile.mkstemp
+
+    def mkstemp_then_edit(*args, **kwargs):
+        made = mkstemp(*args, **kwargs)
+        target.write_text("# theirs\n")
+        return made
+
+    monkeypatch.setattr(apply.tempfile, "mkstemp", mkstemp_then_edit)
+    with pytest.raises(apply.FixError, match="changed on disk"):
+        apply.write_atomic(target, result)
+    assert target.read_text() == "# theirs\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["model.py"], "the temp file is removed"
+
+
+def test_fifo_is_skipped_without_blocking(repo: Path) -> None:
+    os.mkfifo(repo / MODELS / "pipe.py")
+    outcome: list = []
+    worker = threading.Thread(target=lambda: outcome.append(fix_and_check(repo, "pipe.py", "not a regular file")), daemon=True)
+    worker.start()
+    worker.join(timeout=60)
+    assert not worker.is_alive(), "the run blocked on the FIFO"
+    assert outcome, "fix_and_check failed in the worker thread (see its traceback above)"
+
+
+def test_fifo_given_as_path_is_reported(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe.py"
+    os.mkfifo(fifo)
+    report = engine.check([fifo], Options())
+    assert [e.message for e in report.errors] == ["not a regular file or directory"]
+
+
+def test_empty_repo_is_reported(tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    subprocess.run(["git", "init", "-q", str(empty)], check=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "cli", "check", str(empty)], capture_output=True, text=True, cwd=Path(__file__).parents[1]
+    )
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "no Python files found" in result.stdout + result.stderr
+
+
+def test_empty_and_whitespace_files_are_fine(repo: Path) -> None:
+    put(repo, "empty.py", b"")
+    put(repo, "blank.py", b"\n\n   \n")
+    report = engine.fix([repo], Options())
+    assert report.errors == []
+    assert (repo / MODELS / "good.py").read_text() == fixed("Good")
+
+
+def test_bad_file_among_many_takes_the_parallel_path(repo: Path) -> None:
+    """Past the parallel threshold the analysis runs in worker processes; errors still come back."""
+    for i in range(engine.PARALLEL_THRESHOLD + 2):
+        put(repo, f"m{i:02d}.py", fixed(f"M{i}").encode())
+    put(repo, "deep.py", violating("Deep").encode() + b"x = " + b"-" * 100_000 + b"1\n")
+    put(repo, "syntax.py", b"class IntermediateTensors(:\n    def forward(self): ...\n")
+    report = fix_and_check(repo, "deep.py", "nested")
+    assert any(Path(e.path).name == "syntax.py" for e in report.errors)
+
+
+KILLER = """
+import os, signal, sys
+from pathlib import Path
+from codemods import apply, engine
+from codemods.config import Options
+
+point = sys.argv[2]
+fdopen, replace = os.fdopen, os.replace
+
+class HalfWriter:
+    def __init__(self, handle):
+        self.handle = handle
+    def __enter__(self):
+        return self
+    def __exit__(self, *exc):
+        return False
+    def write(self, data):
+        self.handle.write(data[: len(data) // 2])
+        self.handle.flush()
+        os.kill(os.getpid(), signal.SIGKILL)
+
+def killing_fdopen(fd, *args, **kwargs):
+    return HalfWriter(fdopen(fd, *args, **kwargs))
+
+def killing_replace(src, dst):
+    if point == "after-rename":
+        replace(src, dst)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+if point == "mid-write":
+    apply.os.fdopen = killing_fdopen
+else:
+    apply.os.replace = killing_replace
+engine.fix([Path(sys.argv[1])], Options())
+"""
+
+
+@pytest.mark.parametrize("point", ["mid-write", "before-rename", "after-rename"])
+def test_killed_mid_write_never_leaves_a_truncated_file(repo: Path, point: str) -> None:
+    good = repo / MODELS / "good.py"
+    result = subprocess.run(
+        [sys.executable, "-c", KILLER, str(repo), point], capture_output=True, cwd=Path(__file__).parents[1], timeout=120
+    )
+    assert result.returncode == -signal.SIGKILL, result.stderr.decode()
+    assert good.read_text() == (fixed("Good") if point == "after-rename" else violating("Good"))
+    leftovers = [p.name for p in good.parent.iterdir() if p.name.endswith(".contractfix")]
+    assert all(not name.endswith(".py") for name in leftovers), "a stale temp file would be discovered"
+    for stale in leftovers:
+        (good.parent / stale).unlink()
+    again = engine.fix([repo], Options())
+    assert again.errors == [] and good.read_text() == fixed("Good")
+

@@ -1,0 +1,137 @@
+"""The gitpython wrappers, on real repositories: changed files, branches, leases, identities."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import git as gitpython
+import pytest
+
+from codemods import commit_message
+from codemods import git
+from tests.gitrepo import HUMAN, STEP_LITE, TINY_LLAMA, commit_change, example_repo, git_env  # noqa: F401
+
+pytestmark = pytest.mark.usefixtures("git_env")
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> gitpython.Repo:
+    return example_repo(tmp_path / "repo")
+
+
+def test_changed_files_committed_uncommitted_untracked(repo):
+    base = repo.head.commit.hexsha
+    root = Path(repo.working_tree_dir)
+    commit_change(repo, STEP_LITE, "\n", "\n# committed\n")
+    (root / TINY_LLAMA).write_text((root / TINY_LLAMA).read_text() + "# uncommitted\n")
+    (root / "vllm/new_model.py").write_text("x = 1\n")
+    (root / "notes.txt").write_text("not python\n")
+    (root / "vllm/model_executor/models/utils.py").unlink()
+    (root / ".gitignore").write_text("ignored.py\n")
+    (root / "ignored.py").write_text("x = 2\n")
+    got = [p.relative_to(root.resolve()).as_posix() for p in git.changed_files(repo, base)]
+    assert got == sorted([STEP_LITE, TINY_LLAMA, "vllm/new_model.py"])
+    assert git.changed_files(repo, repo.head.commit.hexsha) == sorted(
+        [(root / TINY_LLAMA).resolve(), (root / "vllm/new_model.py").resolve()]
+    )
+
+
+def test_default_branch_base(repo, tmp_path):
+    fork = repo.head.commit.hexsha
+    repo.git.checkout("-b", "feature")
+    commit_change(repo, STEP_LITE, "\n", "\n# on feature\n")
+    repo.git.checkout("main")
+    commit_change(repo, TINY_LLAMA, "\n", "\n# on main\n")
+    repo.git.checkout("feature")
+    assert git.default_branch_base(repo) == fork
+    clone = gitpython.Repo.clone_from(repo.working_tree_dir, tmp_path / "clone", branch="feature")
+    assert [h.name for h in clone.heads] == ["feature"]
+    assert git.default_branch_base(clone) == fork
+    lonely = gitpython.Repo.init(tmp_path / "lonely", initial_branch="trunk")
+    lonely.git.commit("--allow-empty", "-m", "x", env=HUMAN.env())
+    with pytest.raises(git.GitError, match="no default branch"):
+        git.default_branch_base(lonely)
+
+
+def test_push_lease_refuses_what_it_did_not_see(repo, tmp_path):
+    remote = tmp_path / "remote.git"
+    gitpython.Repo.init(remote, bare=True)
+    first = repo.head.commit.hexsha
+    repo.create_head("topic", first)
+    git.push(repo, str(remote), "topic", None)
+    second = commit_change(repo, STEP_LITE, "\n", "\n# second\n")
+    git.set_branch(repo, "topic", second, first)
+    with pytest.raises(git.GitError, match="refused"):
+        git.push(repo, str(remote), "topic", None)
+    with pytest.raises(git.GitError, match="refused"):
+        git.push(repo, str(remote), "topic", second)
+    assert git.remote_tip(repo, str(remote), "topic") == first
+    third = repo.git.commit_tree(repo.commit(first).tree.hexsha, "-m", "rewritten", env=HUMAN.env())
+    git.set_branch(repo, "topic", third, second)
+    git.push(repo, str(remote), "topic", first)
+    assert git.remote_tip(repo, str(remote), "topic") == third
+
+
+def test_set_branch_compares_and_swaps(repo):
+    tip = repo.head.commit.hexsha
+    git.set_branch(repo, "topic", tip, None)
+    with pytest.raises(git.GitError, match="changed during the sweep"):
+        git.set_branch(repo, "topic", tip, None)
+    assert git.branch_tip(repo, "topic") == tip
+
+
+@pytest.mark.parametrize(
+    "given, expected",
+    [
+        ("Ann Lee <ann@example.org>", ("Ann Lee", "ann@example.org")),
+        ("  Bot <bot@ci.example>  ", ("Bot", "bot@ci.example")),
+    ],
+)
+def test_identity_from_author(repo, given, expected):
+    who = git.identity(repo, given)
+    assert (who.name, who.email) == expected
+
+
+@pytest.mark.parametrize("given", ["Ann", "<ann@example.org>", "Ann <not-an-email>", "Ann <a@b> <c@d>"])
+def test_identity_rejects_malformed_author(repo, given):
+    with pytest.raises(git.GitError, match="--author"):
+        git.identity(repo, given)
+
+
+def test_identity_from_environment_then_config(repo, monkeypatch):
+    assert git.identity(repo) == git.Identity("Repo Owner", "owner@example.invalid")
+    monkeypatch.setenv("GIT_AUTHOR_NAME", "Env Name")
+    monkeypatch.setenv("GIT_AUTHOR_EMAIL", "env@example.invalid")
+    assert git.identity(repo) == git.Identity("Env Name", "env@example.invalid")
+
+
+def test_remote_location(repo, tmp_path, monkeypatch):
+    (tmp_path / "remote.git").mkdir()
+    repo.create_remote("origin", "https://example.invalid/r.git")
+    monkeypatch.chdir(tmp_path)
+    assert git.remote_location(repo, "remote.git") == str((tmp_path / "remote.git").resolve())
+    assert git.remote_location(repo, "origin") == "origin"
+    assert git.remote_location(repo, "https://example.invalid/x.git") == "https://example.invalid/x.git"
+
+
+def test_branch_of(repo, tmp_path):
+    assert git.branch_of(repo, "HEAD") == "main"
+    clone = gitpython.Repo.clone_from(repo.working_tree_dir, tmp_path / "clone")
+    assert git.branch_of(clone, "origin/main") == "main"
+    repo.git.checkout("--detach")
+    assert git.branch_of(repo, "HEAD") is None
+    assert git.branch_of(repo, repo.head.commit.hexsha) is None
+
+
+@pytest.mark.parametrize(
+    "message, ours",
+    [
+        (f"Fix\n\nbody\n\n{commit_message.trailer()}\n", True),
+        ("Fix\n\nGenerated-by: contractfix 9.9\nSigned-off-by: A <a@b>\n", True),
+        ("Fix\n\nGenerated-by: someone-else 1.0\n", False),
+        ("Fix\n\nGenerated-by: contractfix 0.1\n\nlater paragraph\n", False),
+        ("Fix by hand\n", False),
+    ],
+)
+def test_is_ours(message, ours):
+    assert commit_message.is_ours(message) is ours
