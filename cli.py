@@ -12,6 +12,7 @@ import typer
 
 from codemods import __version__, cliutil, demo as demo_mod, engine, git, progress, sweep as sweep_mod
 from codemods.gh import GhError
+from codemods.smoke import SetupError, UsageError
 from codemods.rules import ALL
 from codemods.rules.docs import explain_text, rules_table
 
@@ -130,7 +131,7 @@ def fix(
     if diff and format is Output.text:
         typer.echo(cliutil.text_report.unified_diff(report.changes), nl=False)
     else:
-        typer.echo(cliutil.render(report, format.value, verbose, "fix", statistics))
+        typer.echo(cliutil.render(report, format.value, verbose, "fix", statistics, report if diff else None))
     raise typer.Exit(cliutil.exit_code(report, remaining=True))
 
 
@@ -145,6 +146,7 @@ def sweep(
     pr_body: Annotated[Optional[Path], typer.Option("--pr-body", help="Write the pull-request description (Markdown) here.")] = None,
     open_pr: Annotated[bool, typer.Option("--open-pr", help="Create or update the PR with `gh` (needs --push).")] = False,
     force: Annotated[bool, typer.Option("--force", help="Replace the branch even if others committed on it.")] = False,
+    smoke: Annotated[Optional[str], typer.Option("--smoke", metavar="TIER", help="Smoke the fixed files first (static, contract, engine); a failure stops the push and the PR.")] = None,
     unsafe_fixes: Unsafe = None,
     select: Select = None,
     ignore: Ignore = None,
@@ -162,12 +164,22 @@ def sweep(
         unsafe_fixes=unsafe_fixes,
     )
     request = sweep_mod.SweepRequest(
-        repo or Path("."), base, branch, commit_per.value, author, push, pr_body, open_pr, force, overrides
+        repo=repo or Path("."),
+        base=base,
+        branch=branch,
+        commit_per=commit_per.value,
+        author=author,
+        push=push,
+        pr_body=pr_body,
+        open_pr=open_pr,
+        force=force,
+        smoke=smoke,
+        overrides=overrides,
     )
     with _user_errors():
         result = sweep_mod.sweep(request)
     typer.echo(json.dumps(result.to_json(), indent=2) if format is Format.json else result.summary())
-    raise typer.Exit(cliutil.EXIT_ERROR if result.errors else cliutil.EXIT_OK)
+    raise typer.Exit(result.exit_code)
 
 
 @contextmanager
@@ -175,7 +187,7 @@ def _user_errors():
     """Print a git/gh/config problem as `error: ...` and exit 2."""
     try:
         yield
-    except (git.GitError, GhError, ValueError) as error:
+    except (git.GitError, GhError, SetupError, UsageError, ValueError) as error:
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(cliutil.EXIT_ERROR) from None
 
@@ -206,6 +218,28 @@ def demo() -> None:
 def version() -> None:
     """Print the version."""
     typer.echo(__version__)
+
+
+@app.command()
+def smoke(
+    paths: Annotated[Optional[list[Path]], typer.Argument(help="Changed model files.")] = None,
+    tier: Annotated[Optional[str], typer.Option("--tier", help="static, contract or engine (cumulative; default: the highest this machine can run).")] = None,
+    arch: Annotated[Optional[str], typer.Option("--arch", help="Smoke this architecture only (alone: the installed module).")] = None,
+    python: Annotated[Optional[Path], typer.Option("--python", help="A Python with vLLM (default: this one if it has vLLM, else the managed environment).")] = None,
+    config: Annotated[Optional[Path], typer.Option("--config", help="Folder whose config.json is used for the architectures it lists.")] = None,
+    json_out: Annotated[Optional[Path], typer.Option("--json", help="Also write the report as JSON to this file.")] = None,
+    allow_skip: Annotated[bool, typer.Option("--allow-skip", help="Exit 0 even if checks were skipped.")] = False,
+    setup: Annotated[bool, typer.Option("--setup", help="Create or reuse the managed vLLM environment first.")] = False,
+    timeout: Annotated[Optional[float], typer.Option("--timeout", help="Seconds per harness process (default: scaled to the work).")] = None,
+    base: Annotated[str, typer.Option("--base", help="Git revision the static tier diffs against.")] = "HEAD",
+) -> None:
+    """Prove fixes on real vLLM. Exit 0: all passed, 1: a check failed (or was skipped, without --allow-skip), 2: setup error."""
+    from codemods.smoke import command
+
+    raise typer.Exit(command.main(
+        paths or [], tier=tier, arch=arch, python=python, config=config, json_out=json_out, allow_skip=allow_skip,
+        prepare=setup, timeout=timeout, base=base, echo=typer.echo, echo_err=lambda text: typer.echo(text, err=True),
+    ))
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ import re
 
 from .facts import (
     Access,
+    AlteredOutput,
     Call,
     ClassFacts,
     FunctionFacts,
@@ -325,10 +326,11 @@ class _FunctionAnalyzer:
         self.kwargs_dicts: set[str] = set()
         self.local_dicts: dict[str, list[KeyUse]] = {}
         self.it_vars: dict[str, list[KeyUse]] = {}
-        self.inner_vars: set[str] = set()
 
     def run(self) -> FunctionFacts:
         self._block(self.fn.body, ())
+        if not self.producer:
+            self.facts.altered = _altered_output(self.fn, self._passes_it)
         return self.facts
 
     def _block(self, body: list[ast.stmt], guard: Guard) -> None:
@@ -380,11 +382,6 @@ class _FunctionAnalyzer:
                     self.it_vars[target.id] = self._ctor_keys(value, guard)
                 elif self._is_delegated_alloc(value):
                     self.it_vars[target.id] = []
-                elif isinstance(value, ast.Call) and self._passes_it(value):
-                    self.inner_vars.add(target.id)
-                elif target.id in self.inner_vars and not isinstance(value, ast.Name):
-                    self.inner_vars.discard(target.id)
-                    self.facts.returns_inner_altered.append(value.lineno)
             elif isinstance(target, ast.Subscript) and isinstance(target.value, (ast.Name, ast.Attribute)):
                 owner = target.value
                 if isinstance(owner, ast.Attribute) and owner.attr == "tensors":
@@ -396,10 +393,6 @@ class _FunctionAnalyzer:
                         self.local_dicts[owner.id].append(use)
                     elif owner.id in self.it_vars:
                         self.it_vars[owner.id].append(use)
-            elif isinstance(target, ast.Tuple):
-                for elt in target.elts:
-                    if isinstance(elt, ast.Name):
-                        self.inner_vars.discard(elt.id)
 
     def _return(self, value: ast.expr, guard: Guard) -> None:
         keys: list[KeyUse] | None = None
@@ -409,8 +402,9 @@ class _FunctionAnalyzer:
             keys = [KeyUse(u.key, u.line, guard + u.guard[len(guard):]) for u in self.it_vars[value.id]]
         if keys is not None:
             (self.facts.allocs if self.producer else self.facts.sends).extend(keys)
-            if self.producer:
-                self.facts.alloc_dict_lines.append(value.lineno)
+            arg = value.args[0] if isinstance(value, ast.Call) and value.args else None
+            if self.producer and isinstance(arg, ast.Dict):
+                self.facts.alloc_dicts.append((arg.lineno, arg.col_offset))
         if self.producer and self._is_delegated_alloc(value):
             return
         if isinstance(value, ast.Call) and self._passes_it(value):
@@ -508,6 +502,38 @@ class _FunctionAnalyzer:
             chain = dotted(func)
             if chain:
                 self.facts.calls.append(Call(chain, node.lineno, guard))
+
+
+def _altered_output(fn: ast.FunctionDef | ast.AsyncFunctionDef, passes_it) -> AlteredOutput | None:
+    """Where a forward transforms what the inner model returned, before any non-last-rank return.
+
+    Looks at the top-level statements after `v = self.inner(..., intermediate_tensors, ...)`: a
+    guard (`if not get_pp_group().is_last_rank: return ...`, `isinstance(v, IntermediateTensors)`)
+    or `return v` ends the search; any other use of `v` is an alteration.
+    """
+    body = fn.body
+    for index, stmt in enumerate(body):
+        if isinstance(stmt, ast.Return) and isinstance(stmt.value, ast.Call):
+            nested = [n for n in ast.walk(stmt.value) if isinstance(n, ast.Call) and n is not stmt.value]
+            if not passes_it(stmt.value) and any(passes_it(n) for n in nested):
+                return AlteredOutput("", stmt.lineno, stmt.lineno, 0)
+        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
+            continue
+        if not (isinstance(stmt.value, ast.Call) and passes_it(stmt.value)):
+            continue
+        name = stmt.targets[0].id
+        for later in body[index + 1 :]:
+            source = ast.unparse(later.test) if isinstance(later, ast.If) else ""
+            if ("is_last_rank" in source or "IntermediateTensors" in source) and any(
+                isinstance(n, ast.Return) for n in ast.walk(later)
+            ):
+                return None
+            if isinstance(later, ast.Return) and isinstance(later.value, ast.Name) and later.value.id == name:
+                return None
+            if any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) for n in ast.walk(later)):
+                return AlteredOutput(name, stmt.lineno, later.lineno, stmt.end_lineno or stmt.lineno)
+        return None
+    return None
 
 
 def _is_it_ctor(node: ast.expr) -> bool:

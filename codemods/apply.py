@@ -15,7 +15,6 @@ import libcst as cst
 
 from .findings import Edit, Finding
 from .fixes import TRANSFORMERS
-from .fixes.default_none import DefaultNone
 
 
 class FixError(Exception):
@@ -38,20 +37,21 @@ def rewrite(source: bytes, edits: list[Edit]) -> Rewrite:
     except (SyntaxError, UnicodeError, RecursionError) as error:
         raise FixError(f"libcst cannot parse the file: {error}") from None
     spans: list[tuple[int, int]] = []
-    needs_optional = False
+    imports: set[tuple[str, str]] = set()
     for edit in sorted(edits, key=lambda e: (e.line, e.column), reverse=True):
         transformer = TRANSFORMERS[edit.kind]([edit])
         module = cst.MetadataWrapper(module).visit(transformer)
         if edit not in transformer.applied:
             raise FixError(f"could not locate the code to edit at line {edit.line} ({edit.kind})")
         spans.extend(transformer.spans)
-        needs_optional |= isinstance(transformer, DefaultNone) and transformer.needs_optional_import
-    if needs_optional:
+        imports |= transformer.imports
+    if imports:
         from libcst.codemod import CodemodContext
         from libcst.codemod.visitors import AddImportsVisitor
 
         context = CodemodContext()
-        AddImportsVisitor.add_needed_import(context, "typing", "Optional")
+        for module_name, name in sorted(imports):
+            AddImportsVisitor.add_needed_import(context, module_name, name)
         module = AddImportsVisitor(context).transform_module(module)
     return Rewrite(source, module.bytes, tuple(spans))
 
@@ -72,7 +72,10 @@ def verify_scope(result: Rewrite) -> None:
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
             continue
-        inside = any(start - 1 <= i1 and i2 <= end for start, end in result.spans)
+        if i1 == i2:
+            inside = any(start - 1 <= i1 <= end for start, end in result.spans)
+        else:
+            inside = all(any(start - 1 <= k < end for start, end in result.spans) for k in range(i1, i2))
         only_imports = tag == "insert" and all(line.lstrip().startswith((b"from ", b"import ")) for line in new[j1:j2])
         if not (inside or only_imports):
             raise FixError(f"the fix changed lines {i1 + 1}-{i2} outside the code it meant to edit")

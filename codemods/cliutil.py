@@ -41,7 +41,8 @@ def render(
     report: Report, fmt: str, verbose: bool, mode: str, statistics: bool = False, fixes: Report | None = None
 ) -> str:
     """`report` in format `fmt` ("text", "json", "sarif", "github"); `mode` is "check" or "fix".
-    `statistics` adds counts per rule; `fixes` (a `preview`) gives SARIF results their fixes."""
+    `statistics` adds counts per rule. `fixes` (a `preview`, or a `fix` run that wrote nothing)
+    gives SARIF results their fixes; without it, SARIF after a fix lists only what is left."""
     rows = stats.rows(report, mode) if statistics else None
     if fmt == "json":
         doc = json_report.document(report, verbose)
@@ -51,7 +52,7 @@ def render(
     if fmt == "sarif":
         from .report import sarif
 
-        shown = replace(report, findings=report.remaining) if mode == "fix" else report
+        shown = replace(report, findings=report.remaining) if mode == "fix" and fixes is None else report
         return json.dumps(sarif.document(shown, verbose, fixes, rows), indent=2)
     if fmt == "github":
         out = github_report.render(report, verbose, mode)

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import errno
 import fnmatch
+import io
 import mmap
 import os
 import stat
+import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -93,7 +95,26 @@ def read_source(path: Path) -> bytes | None:
                                      f"the limit is {MAX_SOURCE_BYTES // 2**20} MB); skipped")
             return None
         data = handle.read()
-    return data if relevant(data) else None
+    if not relevant(data):
+        return None
+    _check_decodes(data)
+    return data
+
+
+def _check_decodes(data: bytes) -> None:
+    """Refuse what Python itself refuses to run: bytes that are not in the file's declared
+    encoding (UTF-8 unless a coding cookie says otherwise), even inside a comment."""
+    try:
+        encoding, problem = tokenize.detect_encoding(io.BytesIO(data).readline)[0], None
+    except SyntaxError as error:
+        encoding, problem = "utf-8", error
+    try:
+        data.decode(encoding)
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        raise OSError(0, f"not valid {encoding} (byte 0x{data[error.start]:02x} on line {line}) and Python would refuse it") from None
+    if problem:
+        raise OSError(0, f"bad coding declaration ({problem})")
 
 
 def relevant(source: bytes | mmap.mmap) -> bool:

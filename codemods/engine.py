@@ -160,6 +160,8 @@ def _job(item: tuple[str, bytes, str]) -> ModuleFacts | str:
         return f"syntax error: {error.msg} (line {error.lineno})"
     except (ValueError, UnicodeDecodeError) as error:
         return f"cannot parse: {error}"
+    except (RecursionError, MemoryError):
+        return "cannot parse: too deeply nested for Python's parser"
 
 
 def _analyze_all(sources: list[tuple[Path, bytes]], index: Index, jobs: int) -> list[ModuleFacts | str]:
@@ -207,7 +209,7 @@ def evaluate(session: Session) -> tuple[list[Finding], list[Finding]]:
         if session.options.wants(module.RULE.code):
             findings.extend(module.check(ctx))
     findings = [f for f in findings if _concerns_targets(f, ctx.targets)]
-    findings = apply_suppressions(findings, index, session.options)
+    findings = apply_suppressions(findings, index, session.targets, session.options)
     notes = sorted((f for f in findings if f.note), key=lambda f: f.sort_key)
     real = sorted((f for f in findings if not f.note), key=lambda f: f.sort_key)
     return real, notes

@@ -56,6 +56,18 @@ class Access:
     text: str
 
 
+@dataclass(frozen=True)
+class AlteredOutput:
+    """A forward that changes the inner model's output (`var`, assigned at `inner_line`) at
+    `line` without returning it unchanged on non-last ranks first. `var` is empty when the inner
+    call is nested in the returned expression."""
+
+    var: str
+    inner_line: int
+    line: int
+    insert_after: int
+
+
 @dataclass
 class FunctionFacts:
     """A method that may take part in the contract (forward, producer, helper)."""
@@ -70,8 +82,8 @@ class FunctionFacts:
     accesses: list[Access] = field(default_factory=list)
     allocs: list[KeyUse] = field(default_factory=list)
     alloc_delegations: list[Call] = field(default_factory=list)
-    alloc_dict_lines: list[int] = field(default_factory=list)
-    returns_inner_altered: list[int] = field(default_factory=list)
+    alloc_dicts: list[tuple[int, int]] = field(default_factory=list)
+    altered: "AlteredOutput | None" = None
 
     def param(self, name: str) -> Param | None:
         return next((p for p in self.params if p.name == name), None)

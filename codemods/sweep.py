@@ -16,6 +16,7 @@ from . import commit_message, config, engine, gh, git, prbody
 from .findings import FileError, Finding, Report
 from .report import json as json_report
 from .rules import ALL
+from .smoke import SmokeReport, Tier, run_smoke
 
 DEFAULT_BRANCH = "contractfix/pp-contracts"
 COMMIT_PER = ("run", "rule")
@@ -36,6 +37,7 @@ class SweepRequest:
     pr_body: Path | None = None
     open_pr: bool = False
     force: bool = False
+    smoke: str | None = None
     overrides: dict = field(default_factory=dict)
 
 
@@ -58,7 +60,13 @@ class SweepResult:
     pr_text: str = ""
     pr: str = ""
     diffstat: str = ""
+    smoke: SmokeReport | None = None
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        """1 when some file could not be analysed or fixed, or the smoke run failed; else 0."""
+        return 1 if self.errors or self.smoke and not self.smoke.ok else 0
 
     def to_json(self) -> dict:
         return {
@@ -74,6 +82,7 @@ class SweepResult:
             "pushed": self.pushed,
             "pr_body": str(self.pr_body) if self.pr_body else None,
             "pr": self.pr or None,
+            "smoke": self.smoke.to_json() if self.smoke else None,
             "notes": self.notes,
         }
 
@@ -85,6 +94,8 @@ class SweepResult:
         else:
             lines.append(f"branch {self.branch} {self.status} at {self.commit[:12]} (base {self.base[:12]})")
             lines.append(self.diffstat)
+        if self.smoke:
+            lines.append(self.smoke.summary())
         lines.append(f"{len(self.fixed)} fixed, {len(self.unfixed)} left for review, {len(self.errors)} error(s)")
         if self.pushed:
             lines.append(f"pushed {self.branch}")
@@ -105,55 +116,78 @@ class _Built:
 
 
 def sweep(request: SweepRequest) -> SweepResult:
-    """Run the whole job; raises `git.GitError` / `gh.GhError` for what the user must fix (exit 2)."""
+    """Run the whole job. Raises ValueError (a bad request), `git.GitError`, `gh.GhError` and the
+    smoke's `SetupError` / `UsageError`: each a message for the user, to exit 2 with."""
     if request.commit_per not in COMMIT_PER:
-        raise git.GitError(f"--commit-per must be one of {', '.join(COMMIT_PER)}")
+        raise ValueError(f"--commit-per must be one of {', '.join(COMMIT_PER)}")
     if request.open_pr and not request.push:
-        raise git.GitError("--open-pr needs --push REMOTE: the PR's branch must be on GitHub first")
+        raise ValueError("--open-pr needs --push REMOTE: the PR's branch must be on GitHub first")
+    if request.smoke:
+        Tier.parse(request.smoke)
     repo = git.open_repo(request.repo)
     if request.push:
         request = replace(request, push=git.remote_location(repo, request.push))
-    root = Path(repo.working_tree_dir)
     base = git.resolve(repo, request.base)
     git.check_branch_name(repo, request.branch)
     result = SweepResult(request.branch, base)
     result.notes += [f"removed the stale worktree {p}" for p in git.remove_stale_worktrees(repo)]
     if git.is_dirty(repo):
-        result.notes.append(f"{root} has uncommitted changes; the sweep sees commit {base[:12]} only")
+        result.notes.append(f"{repo.working_tree_dir} has uncommitted changes; the sweep sees commit {base[:12]} only")
     local = git.branch_tip(repo, request.branch)
     _check_owner(repo, base, local, request, f"branch {request.branch!r}")
     who = git.identity(repo, request.author)
     with git.worktree(repo, base) as tree:
         top = Path(tree.working_tree_dir)
         remote = _remote_tip(tree, base, request)
-        options = config.load(top, **request.overrides)
-        built = _build(tree, top, base, options, request.commit_per, who)
-        result.fixed = [_relative(f, top) for f in built.report.fixed]
-        result.unfixed = [_relative(f, top) for f in built.unfixed]
-        result.errors = [FileError(_path(e.path, top), e.message) for e in built.report.errors]
+        built = _build(tree, top, base, config.load(top, **request.overrides), request.commit_per, who)
+        _record(result, built, top)
         if not built.commits:
             if local:
                 result.notes.append(f"branch {request.branch!r} left as it was")
             return result
-        result.files = sorted({_path(c.path, top).as_posix() for c in built.report.changes})
         new = git.commits_between(tree, base, built.commits[-1])
         kept = next((tip for tip in (local, remote) if tip and _same(tree, base, tip, new)), None)
         result.commit = kept or built.commits[-1]
         result.commits = [c.sha for c in git.commits_between(tree, base, result.commit)]
         result.status = "unchanged" if kept else "updated" if local or remote else "created"
+        if request.smoke:
+            result.smoke = run_smoke([top / f for f in result.files], tier=request.smoke, base=base)
         if result.commit != local:
             git.set_branch(repo, request.branch, result.commit, local)
-        result.diffstat = git.diff(tree, base, result.commit, "--stat")
-        result.pr_text = prbody.render(result.fixed, result.unfixed, base, fix_args(request.overrides))
-        result.pr_body = _write_body(repo, request, result.pr_text)
+        _describe(repo, tree, request, result)
+        if result.smoke and not result.smoke.ok:
+            result.notes.append("the smoke run failed: not pushed, no PR opened")
+            return result
         if request.push:
             if remote != result.commit:
                 git.push(tree, request.push, request.branch, remote)
             result.pushed = True
     if request.open_pr:
         title = commit_message.title(result.fixed)
-        result.pr = gh.open_pr(root, request.branch, git.branch_of(repo, request.base), title, result.pr_body)
+        target = git.branch_of(repo, request.base)
+        result.pr = gh.open_pr(Path(repo.working_tree_dir), request.branch, target, title, result.pr_body)
     return result
+
+
+def _record(result: SweepResult, built: _Built, top: Path) -> None:
+    """Copy what the build found into the result, with paths relative to the repo root."""
+    result.fixed = [_relative(f, top) for f in built.report.fixed]
+    result.unfixed = [_relative(f, top) for f in built.unfixed]
+    result.errors = [FileError(_path(e.path, top), e.message) for e in built.report.errors]
+    result.files = sorted({_path(c.path, top).as_posix() for c in built.report.changes})
+
+
+def _describe(repo: gitpython.Repo, tree: gitpython.Repo, request: SweepRequest, result: SweepResult) -> None:
+    """The diff stat and the PR body (written to --pr-body, or to the git dir for --open-pr)."""
+    result.diffstat = git.diff(tree, result.base, result.commit, "--stat")
+    smoke = prbody.Smoke(result.smoke.ok, result.smoke.summary()) if result.smoke else None
+    result.pr_text = prbody.render(result.fixed, result.unfixed, result.base, fix_args(request.overrides), smoke)
+    result.pr_body = request.pr_body
+    if result.pr_body is None and request.open_pr:
+        result.pr_body = Path(repo.git_dir) / "contractfix" / "PR_BODY.md"
+        result.pr_body.parent.mkdir(exist_ok=True)
+    if result.pr_body is not None:
+        result.pr_body.write_text(result.pr_text, encoding="utf-8")
 
 
 def _check_owner(repo: gitpython.Repo, base: str, tip: str | None, request: SweepRequest, where: str) -> None:
@@ -214,17 +248,6 @@ def _same(repo: gitpython.Repo, base: str, tip: str, new: list[git.CommitInfo]) 
     old = git.commits_between(repo, base, tip)
     shape = lambda commits: [(c.tree, c.message.strip()) for c in commits]  # noqa: E731
     return bool(old) and old[0].parent == base and shape(old) == shape(new)
-
-
-def _write_body(repo: gitpython.Repo, request: SweepRequest, text: str) -> Path | None:
-    """Write the PR body to --pr-body; with --open-pr alone, to a file in the git dir for gh."""
-    path = request.pr_body
-    if path is None and request.open_pr:
-        path = Path(repo.git_dir) / "contractfix" / "PR_BODY.md"
-        path.parent.mkdir(exist_ok=True)
-    if path is not None:
-        path.write_text(text, encoding="utf-8")
-    return path
 
 
 def fix_args(overrides: dict) -> list[str]:

@@ -32,6 +32,18 @@ def git_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
             monkeypatch.delenv(f"GIT_{name}_{part}", raising=False)
 
 
+@pytest.fixture
+def repo(tmp_path: Path, git_env: None) -> gitpython.Repo:
+    return example_repo(tmp_path / "repo")
+
+
+@pytest.fixture
+def remote(tmp_path: Path) -> Path:
+    """A real bare repository to push to."""
+    gitpython.Repo.init(tmp_path / "remote.git", bare=True)
+    return tmp_path / "remote.git"
+
+
 def example_repo(path: Path) -> gitpython.Repo:
     """The demo example tree (two violations: StepLiteModel PP001, GemmaLiteModel PP002), one commit."""
     copy_example(path)

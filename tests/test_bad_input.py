@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from codemods import apply, engine
+from codemods.cache import ENV
 from codemods.config import Options
 from codemods.discover import MAX_SOURCE_BYTES
 from codemods.findings import Report
@@ -53,7 +54,12 @@ def violating(name: str = "Tiny") -> str:
 
 
 def fixed(name: str = "Tiny") -> str:
-    return violating(name).replace('["hidden_states"]', '["hidden_states", "residual"]')
+    return violating(name).replace('["hidden_states"], config', '["hidden_states", "residual"], config')
+
+
+@pytest.fixture(autouse=True)
+def facts_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ENV, str(tmp_path / "facts-cache"))
 
 
 @pytest.fixture
@@ -105,8 +111,10 @@ def put(root: Path, name: str, data: bytes) -> Path:
     [
         ("syntax.py", violating("Syntax").replace("def forward(self,", "def forward(self").encode(), "syntax error"),
         ("nul.py", violating("Nul").encode() + b"x = 1\x00\n", "null bytes"),
-        ("undecodable.py", b"# caf\xe9\n" + violating("Latin").encode(), "utf-8"),
-        ("bom_latin1.py", b"\xef\xbb\xbf# -*- coding: latin-1 -*-\n" + violating("Both").encode(), "encoding"),
+        ("undecodable.py", b"# caf\xe9\n" + violating("Latin").encode(), "not valid utf-8 (byte 0xe9 on line 1)"),
+        ("undecodable_string.py", violating("Str").encode() + b"NAME = 'caf\xe9'\n", "not valid utf-8 (byte 0xe9 on line 24)"),
+        ("bom_latin1.py", b"\xef\xbb\xbf# -*- coding: latin-1 -*-\n" + violating("Both").encode(), "bad coding declaration"),
+        ("unknown_codec.py", b"# -*- coding: klingon -*-\n" + violating("Kl").encode(), "bad coding declaration"),
         ("nested.py", violating("Deep").encode() + b"x = " + b"-" * 100_000 + b"1\n", "nested"),
     ],
     ids=lambda v: v if isinstance(v, str) and v.endswith(".py") else "",
@@ -139,8 +147,8 @@ def test_unusual_but_valid_encodings_are_fixed_in_their_own_style(repo: Path, na
 
 
 def test_generated_20mb_file_is_skipped_quickly(repo: Path) -> None:
-    unit = violating("Gen").split("\n\n\n", 1)[1].replace("class GenModel", "class GenModel{}")
-    body = "".join(unit.format(i) + "\n\n" for i in range(20 * 2**20 // len(unit) + 1))
+    unit = violating("Gen").split("\n\n\n", 1)[1]
+    body = "".join(unit.replace("class GenModel", f"class GenModel{i}") + "\n\n" for i in range(20 * 2**20 // len(unit) + 1))
     put(repo, "generated.py", violating("Gen").split("\n\n\n", 1)[0].encode() + b"\n\n\n" + body.encode())
     assert (repo / MODELS / "generated.py").stat().st_size >= 20 * 2**20 > MAX_SOURCE_BYTES
     put(repo, "table.py", b"TABLE = [\n" + b"    0,\n" * (3 * 2**20) + b"]\n")
@@ -178,10 +186,12 @@ def test_unreadable_file_is_reported(repo: Path) -> None:
     secret.chmod(0)
     try:
         with permissions_enforced():
-            fix_and_check(repo, "secret.py", "cannot read: Permission denied")
+            report = engine.fix([repo], Options())
     finally:
         secret.chmod(0o644)
+    assert [(Path(e.path).name, e.message) for e in report.errors] == [("secret.py", "cannot read: Permission denied")]
     assert secret.read_text() == violating("Secret")
+    assert (repo / MODELS / "good.py").read_text() == fixed("Good")
 
 
 def test_unlistable_folder_is_reported(repo: Path) -> None:
@@ -315,8 +325,9 @@ class HalfWriter:
         self.handle.flush()
         os.kill(os.getpid(), signal.SIGKILL)
 
-def killing_fdopen(fd, *args, **kwargs):
-    return HalfWriter(fdopen(fd, *args, **kwargs))
+def killing_fdopen(fd, mode="r", *args, **kwargs):
+    handle = fdopen(fd, mode, *args, **kwargs)
+    return HalfWriter(handle) if mode == "wb" else handle
 
 def killing_replace(src, dst):
     if point == "after-rename":
@@ -327,7 +338,7 @@ if point == "mid-write":
     apply.os.fdopen = killing_fdopen
 else:
     apply.os.replace = killing_replace
-engine.fix([Path(sys.argv[1])], Options())
+engine.fix([Path(sys.argv[1])], Options(cache=False))
 """
 
 

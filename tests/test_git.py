@@ -7,16 +7,11 @@ from pathlib import Path
 import git as gitpython
 import pytest
 
-from codemods import commit_message
-from codemods import git
-from tests.gitrepo import HUMAN, STEP_LITE, TINY_LLAMA, commit_change, example_repo, git_env  # noqa: F401
+from codemods import commit_message, git
+from tests.gitrepo import HUMAN, STEP_LITE, TINY_LLAMA, commit_change
 
+pytest_plugins = ["tests.gitrepo"]
 pytestmark = pytest.mark.usefixtures("git_env")
-
-
-@pytest.fixture
-def repo(tmp_path: Path) -> gitpython.Repo:
-    return example_repo(tmp_path / "repo")
 
 
 def test_changed_files_committed_uncommitted_untracked(repo):
@@ -44,6 +39,7 @@ def test_default_branch_base(repo, tmp_path):
     commit_change(repo, TINY_LLAMA, "\n", "\n# on main\n")
     repo.git.checkout("feature")
     assert git.default_branch_base(repo) == fork
+    repo.git.checkout("main")
     clone = gitpython.Repo.clone_from(repo.working_tree_dir, tmp_path / "clone", branch="feature")
     assert [h.name for h in clone.heads] == ["feature"]
     assert git.default_branch_base(clone) == fork

@@ -1,6 +1,6 @@
 """Every fixture under tests/fixtures/<RULE>/ against its reviewed snapshot in snapshots/<RULE>/.
 
-A snapshot holds the findings (text output, evidence included) and the diff of the safe fixes.
+Each runs with only its own rule selected, unsafe fixes included. A snapshot holds the findings (text output, evidence included) and the diff of the safe fixes.
 The fixed source must compile and a second `fix` must change nothing.
 """
 
@@ -42,7 +42,7 @@ def test_fixture_matches_snapshot(fixture: Path, in_dir: Path, snapshot_update: 
         shutil.copytree(fixture, tree)
     else:
         shutil.copy(fixture, tree)
-    options = Options(unsafe_fixes=True)
+    options = Options(select=(fixture.parent.name, "PP100"), unsafe_fixes=True)
     actual = _render(tree, options)
     snapshot = ROOT / "snapshots" / fixture.parent.name / f"{fixture.name.removesuffix('.py')}.snap"
     assert_snapshot(snapshot, actual, snapshot_update)
@@ -51,4 +51,4 @@ def test_fixture_matches_snapshot(fixture: Path, in_dir: Path, snapshot_update: 
         compile(path.read_bytes(), str(path), "exec")
     again = engine.fix([tree], options)
     assert again.changes == [], "a second fix changed something"
-    assert not [f for f in engine.check([tree], Options()).findings if f.fix], "fixable finding left"
+    assert not [f for f in engine.check([tree], options).findings if f.fix], "fixable finding left"

@@ -21,23 +21,11 @@ from tests.gitrepo import (
     add_violation,
     checkout_state,
     commit_change,
-    example_repo,
-    git_env,  # noqa: F401
     show,
 )
 
+pytest_plugins = ["tests.gitrepo"]
 pytestmark = pytest.mark.usefixtures("git_env")
-
-
-@pytest.fixture
-def repo(tmp_path: Path) -> gitpython.Repo:
-    return example_repo(tmp_path / "repo")
-
-
-@pytest.fixture
-def remote(tmp_path: Path) -> Path:
-    gitpython.Repo.init(tmp_path / "remote.git", bare=True)
-    return tmp_path / "remote.git"
 
 
 def run(repo: gitpython.Repo, **given):

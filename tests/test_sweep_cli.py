@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -15,8 +15,9 @@ from typer.testing import CliRunner
 
 from cli import app
 from codemods.sweep import DEFAULT_BRANCH
-from tests.gitrepo import GEMMA_LITE, STEP_LITE, example_repo, git_env  # noqa: F401
+from tests.gitrepo import GEMMA_LITE, STEP_LITE
 
+pytest_plugins = ["tests.gitrepo"]
 pytestmark = pytest.mark.usefixtures("git_env")
 
 FAKE_GH = """#!{python}
@@ -36,17 +37,6 @@ elif args[:2] == ["pr", "edit"]:
 else:
     sys.exit(3)
 """
-
-
-@pytest.fixture
-def repo(tmp_path: Path) -> gitpython.Repo:
-    return example_repo(tmp_path / "repo")
-
-
-@pytest.fixture
-def remote(tmp_path: Path) -> Path:
-    gitpython.Repo.init(tmp_path / "remote.git", bare=True)
-    return tmp_path / "remote.git"
 
 
 @pytest.fixture

@@ -15,15 +15,11 @@ import pytest
 
 from codemods.git import GitError
 from codemods.sweep import DEFAULT_BRANCH, SweepRequest, sweep
-from tests.gitrepo import checkout_state, example_repo, git_env  # noqa: F401
+from tests.gitrepo import checkout_state
 
+pytest_plugins = ["tests.gitrepo"]
 pytestmark = pytest.mark.usefixtures("git_env")
 ROOT = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture
-def repo(tmp_path: Path) -> gitpython.Repo:
-    return example_repo(tmp_path / "repo")
 
 
 def refs(repo: gitpython.Repo) -> str:
@@ -44,8 +40,6 @@ def worktree_count(repo: gitpython.Repo) -> int:
         ({"branch": "contractfix"}, "exists below it"),
         ({"base": "no-such-ref"}, "does not name a commit"),
         ({"author": "nobody"}, "--author must look like"),
-        ({"commit_per": "file"}, "--commit-per must be one of"),
-        ({"open_pr": True}, "--open-pr needs --push"),
         ({"push": "/no/such/remote.git"}, "cannot read remote"),
     ],
 )
@@ -56,6 +50,19 @@ def test_bad_requests_fail_clearly_and_change_nothing(repo, given, message):
         sweep(SweepRequest(repo=Path(repo.working_tree_dir), **given))
     assert (checkout_state(repo), refs(repo)) == (state, before)
     assert worktree_count(repo) == 1
+
+
+@pytest.mark.parametrize(
+    "given, message",
+    [
+        ({"commit_per": "file"}, "--commit-per must be one of"),
+        ({"open_pr": True}, "--open-pr needs --push"),
+        ({"smoke": "heavy"}, "unknown tier 'heavy'"),
+    ],
+)
+def test_bad_values_are_refused_before_anything_runs(tmp_path, given, message):
+    with pytest.raises(ValueError, match=message):
+        sweep(SweepRequest(repo=tmp_path / "not-even-a-repo", **given))
 
 
 def test_not_a_repository(tmp_path):

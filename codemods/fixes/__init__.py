@@ -4,8 +4,17 @@ from __future__ import annotations
 
 from .add_factory_keys import AddFactoryKeys
 from .base import EditTransformer
+from .clone_dict_entry import CloneDictEntry
 from .default_none import DefaultNone
+from .early_return import EarlyReturn
+from .insert_delegation import InsertDelegation
+from .remove_factory_keys import RemoveFactoryKeys
+from .tensors_access import TensorsAccess
 
 TRANSFORMERS: dict[str, type[EditTransformer]] = {
-    t.kind: t for t in (AddFactoryKeys, DefaultNone)
+    t.kind: t
+    for t in (
+        AddFactoryKeys, CloneDictEntry, DefaultNone, EarlyReturn, InsertDelegation,
+        RemoveFactoryKeys, TensorsAccess,
+    )
 }

@@ -9,7 +9,8 @@ from ..findings import Edit
 
 
 class EditTransformer(cst.CSTTransformer):
-    """Applies the edits of one kind to one module; records the original line spans it changed."""
+    """Applies the edits of one kind to one module; records the original line spans it changed
+    and the `from module import name` imports its new code needs."""
 
     METADATA_DEPENDENCIES = (PositionProvider,)
     kind = ""
@@ -19,6 +20,7 @@ class EditTransformer(cst.CSTTransformer):
         self.edits = edits
         self.applied: set[Edit] = set()
         self.spans: list[tuple[int, int]] = []
+        self.imports: set[tuple[str, str]] = set()
 
     def start_line(self, node: cst.CSTNode) -> int:
         return self.get_metadata(PositionProvider, node).start.line

@@ -12,10 +12,6 @@ class DefaultNone(EditTransformer):
 
     kind = "default_none"
 
-    def __init__(self, edits) -> None:
-        super().__init__(edits)
-        self.needs_optional_import = False
-
     def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef) -> cst.FunctionDef:
         for edit in self.edits:
             name, params, style = edit.args
@@ -53,10 +49,10 @@ class DefaultNone(EditTransformer):
             q = annotation.quote
             wrapped = f"{inner} | None" if style == "pipe" else f"Optional[{inner}]"
             if style == "optional":
-                self.needs_optional_import = True
+                self.imports.add(("typing", "Optional"))
             return cst.SimpleString(f"{q}{wrapped}{q}")
         if style == "optional":
-            self.needs_optional_import = True
+            self.imports.add(("typing", "Optional"))
             return cst.Subscript(
                 value=cst.Name("Optional"),
                 slice=[cst.SubscriptElement(slice=cst.Index(value=annotation))],

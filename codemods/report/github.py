@@ -30,7 +30,8 @@ def _finding(level: str, f: Finding) -> str:
     if f.note:
         message += f": {f.note}"
     if f.fix:
-        message += f"\n{f.fix.applicability.value} fix: {f.fix.description} (contractfix fix)"
+        flag = " --unsafe-fixes" if f.fix.applicability.value == "unsafe" else ""
+        message += f"\n{f.fix.applicability.value} fix: {f.fix.description} (`contractfix fix{flag}`)"
     for e in f.evidence:
         message += f"\n{relative(e.path)}:{e.line}: {e.role + ': ' if e.role else ''}{e.text}"
     return _command(level, message, file=relative(f.path), line=f.line, col=f.column + 1, title=f"{f.rule} {f.name}")

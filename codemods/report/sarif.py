@@ -110,7 +110,7 @@ def _result(f: Finding, order: dict[str, int], level: str, changes: list) -> dic
             {
                 "description": {"text": f"{f.fix.description} ({f.fix.applicability.value} fix)"},
                 "artifactChanges": [
-                    {"artifactLocation": _artifact(path), "replacements": [_replacement(r) for r in found]}
+                    {"artifactLocation": _artifact(path), "replacements": [replacement(r) for r in found]}
                     for path, found in changes
                 ],
             }
@@ -118,7 +118,7 @@ def _result(f: Finding, order: dict[str, int], level: str, changes: list) -> dic
     return result
 
 
-def _replacement(r: Replacement) -> dict:
+def replacement(r: Replacement) -> dict:
     region = {"startLine": r.start[0], "startColumn": r.start[1], "endLine": r.end[0], "endColumn": r.end[1]}
     out = {"deletedRegion": region}
     if r.text:

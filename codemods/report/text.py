@@ -12,7 +12,7 @@ def finding_lines(finding: Finding) -> list[str]:
     fix = f" [{finding.fix.applicability.value} fix: {finding.fix.description}]" if finding.fix else ""
     lines = [
         f"{relative(finding.path)}:{finding.line}:{finding.column + 1}: {finding.rule} "
-        f"{finding.message} ({finding.cls}){fix}"
+        f"{finding.message}" + (f" ({finding.cls})" if finding.cls else "") + fix
     ]
     for e in finding.evidence:
         role = f"{e.role}: " if e.role else ""

@@ -10,6 +10,11 @@ from ..index import ClassRef, Index
 from ..resolve import Located, Resolver
 
 
+def quote_keys(keys) -> str:
+    """`("a", "b")` -> `"a", "b"`, as keys are written in messages."""
+    return ", ".join(f'"{k}"' for k in keys)
+
+
 @dataclass(frozen=True)
 class Rule:
     """A rule's metadata: the single source for `rules`, `explain`, the README table and PR bodies."""

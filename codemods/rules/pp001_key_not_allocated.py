@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ..conditions import missing
 from ..findings import Applicability, Edit, Finding, Fix
-from .base import Context, Rule
+from .base import Context, Rule, quote_keys
 
 RULE = Rule(
     code="PP001",
@@ -73,18 +73,44 @@ def _sent(ctx: Context, ref, alloc, traffic, keys, why: str) -> Finding:
     owner, producer = alloc.sites[0]
     path = owner.module.path
     line, column = producer.list_line or producer.line, producer.list_column or producer.column
-    quoted = ", ".join(f'"{k}"' for k in keys)
-    why = why or _unfixable(ctx, alloc)
-    fix = None if why else Fix(
-        Applicability.SAFE,
-        f"add {quoted} to the factory's key list",
-        (Edit("add_keys", Path(path), line, column, (tuple(producer.keys), keys)),),
-    )
+    quoted = quote_keys(keys)
+    fix = None
+    clone = None if why else _clone_plan(ctx, alloc, keys)
+    why = why or ("" if clone else _unfixable(ctx, alloc))
+    if clone:
+        fix = clone
+    elif not why:
+        fix = Fix(
+            Applicability.SAFE,
+            f"add {quoted} to the factory's key list",
+            (Edit("add_keys", Path(path), line, column, (tuple(producer.keys), keys)),),
+        )
     return Finding(
         RULE.code, RULE.name, Path(path), line, column, owner.cls.name if fix else ref.cls.name,
         f"{quoted} sent to the next rank but not allocated by make_empty_intermediate_tensors "
         f"(KeyError on non-first ranks)" + (f"; not auto-fixable: {why}" if why else ""),
         keys=keys, fix=fix, evidence=_evidence(ctx, alloc, traffic, keys),
+    )
+
+
+def _clone_plan(ctx: Context, alloc, keys) -> Fix | None:
+    """Unsafe fix for a hand-written producer that returns one dict literal of fixed keys."""
+    owner, producer = alloc.sites[0]
+    if producer.kind != "method" or len(alloc.sites) > 1 or producer.guard:
+        return None
+    fn = owner.cls.methods.get(producer.method)
+    if fn is None or len(fn.alloc_dicts) != 1 or fn.alloc_delegations or not ctx.editable(owner.module.path):
+        return None
+    if any(u.key is None or u.guard for u in fn.allocs):
+        return None
+    line, column = fn.alloc_dicts[0]
+    existing = tuple(u.key for u in fn.allocs)
+    quoted = quote_keys(keys)
+    return Fix(
+        Applicability.UNSAFE,
+        f"add {quoted} to {producer.method}, each a copy of the `{existing[0]}` entry "
+        "(unsafe: the new buffer may need another shape)",
+        (Edit("clone_entry", Path(owner.module.path), line, column, (existing, keys)),),
     )
 
 
@@ -101,7 +127,7 @@ def _unfixable(ctx: Context, alloc) -> str:
 
 def _read_only(ctx: Context, ref, alloc, traffic, keys) -> Finding:
     owner, producer = alloc.sites[0]
-    quoted = ", ".join(f'"{k}"' for k in keys)
+    quoted = quote_keys(keys)
     return Finding(
         RULE.code, RULE.name, Path(owner.module.path), producer.list_line or producer.line,
         producer.list_column or producer.column, ref.cls.name,
@@ -125,7 +151,7 @@ def _conditional(ctx: Context, alloc, verdict, traffic) -> Finding | None:
     evidence = ctx.evidence([u for u in traffic.sends.uses + traffic.reads.uses if u.use.key in keys], "used")
     if verdict.shared:
         message = (
-            f"{', '.join(repr(k) for k in keys)} not allocated in some configurations of "
+            f"{quote_keys(keys)} not allocated in some configurations of "
             f"`{conditions}`; no fix: the mismatch depends on the configuration"
         )
         return Finding(
@@ -135,7 +161,7 @@ def _conditional(ctx: Context, alloc, verdict, traffic) -> Finding | None:
     return Finding(
         RULE.code, RULE.name, Path(owner.module.path), producer.line, producer.column,
         owner.cls.name,
-        f"cannot verify {', '.join(repr(k) for k in keys)}: allocated and used under different "
+        f"cannot verify {quote_keys(keys)}: allocated and used under different "
         f"conditions (`{conditions}`); left alone",
         keys=keys, evidence=tuple(evidence), note="cannot-verify",
     )

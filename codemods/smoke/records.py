@@ -96,7 +96,7 @@ class SmokeReport:
         """Human text: one line per record, details under failures and skips, then a verdict."""
         lines = []
         for record in self.records:
-            detail = record.error or record.reason if record.status is not Status.PASS else ""
+            detail = "\n".join(filter(None, [record.reason, record.error])) if record.status is not Status.PASS else ""
             lines.append(f"{record.status.value.upper():4}  {record.label}  ({record.duration_s:.1f}s)")
             lines.extend(f"      {text}" for text in detail.splitlines()[:6])
             if record.status is Status.PASS:

@@ -84,13 +84,16 @@ def run_contract(targets: list[Target], machine: Machine, *, pp_sizes: tuple[int
 
 def missing(targets: list[Target], seen: list[CheckRecord], expected: list[tuple[str, int]], problem: str,
             machine: Machine) -> list[CheckRecord]:
-    """A failure for each expected check the harness did not report."""
-    have = {(r.arch, r.path, r.check, r.pp) for r in seen}
+    """A failure for each expected check the harness did not report. A target whose `build`
+    did not pass has no other checks (the harness says why in that record)."""
+    have = {(r.arch, r.path, r.check, r.pp): r for r in seen}
     reason = problem or "the harness did not report this check"
     out = []
     for target in targets:
         path = str(target.path) if target.path else None
-        for check, pp in expected:
+        build = have.get((target.arch, path, "build", 1))
+        wanted = expected if build is None or build.status is Status.PASS else []
+        for check, pp in wanted:
             if (target.arch, path, check, pp) not in have:
                 out.append(CheckRecord(target.arch, TIER, check, Status.FAIL, reason=reason, pp=pp, path=path,
                                        device=machine.contract_device, error=problem))

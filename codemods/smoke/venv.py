@@ -110,7 +110,10 @@ def _build(env: ManagedEnv, echo: Callable[[str], None]) -> dict[str, str]:
     with log.open("w") as handle:
         for title, cmd in steps:
             echo(f"{title} ...")
-            done = run(cmd, timeout=None)
+            try:
+                done = run(cmd, timeout=None)
+            except OSError as error:
+                raise SetupError(f"{title} failed: {error}") from None
             handle.write(f"$ {' '.join(cmd)}\n{done.stdout}\n{done.stderr}\n")
             if done.returncode != 0:
                 raise SetupError(f"{title} failed (exit {done.returncode}); log: {log}\n{done.tail()}")

@@ -111,19 +111,19 @@ class NoConfigClass(LookupError):
     """The architecture cannot be smoked: no config class is known for it (remote code?)."""
 
 
-def defaults_for(arch: str) -> tuple[str, dict]:
-    """(model_type, default values) of the config class vLLM would use for `arch`."""
+def defaults_for(arch: str) -> tuple[str, dict, str]:
+    """(model_type, default values, how the class was found) of the config class for `arch`."""
     from transformers import CONFIG_MAPPING
     from transformers.models.auto import modeling_auto
     from vllm.transformers_utils.config import _CONFIG_REGISTRY
 
-    model_type = _model_type_from_transformers(arch, modeling_auto) or _model_type_from_vllm(
-        arch, _CONFIG_REGISTRY
-    )
+    how = "transformers' auto mapping"
+    model_type = _model_type_from_transformers(arch, modeling_auto)
     if model_type is None:
-        guess = _snake(re.sub(r"(For[A-Z]\w*|Model|LMHeadModel)$", "", arch))
-        if guess in _CONFIG_REGISTRY or guess in CONFIG_MAPPING:
-            model_type = guess
+        how, model_type = "vLLM's config registry", _model_type_from_vllm(arch, _CONFIG_REGISTRY)
+    if model_type is None:
+        known = [g for g in name_guesses(arch) if g in _CONFIG_REGISTRY or g in CONFIG_MAPPING]
+        how, model_type = "guessed from the architecture name", (known[0] if known else None)
     if model_type is None:
         raise NoConfigClass(f"no config class for {arch} in transformers or vLLM (remote code?)")
     cls = _CONFIG_REGISTRY[model_type] if model_type in _CONFIG_REGISTRY else CONFIG_MAPPING[model_type]
@@ -131,7 +131,15 @@ def defaults_for(arch: str) -> tuple[str, dict]:
         config = cls()
     except Exception as exc:  # noqa: BLE001 - any failure means: cannot derive a config
         raise NoConfigClass(f"{cls.__name__}() cannot be built with its defaults: {exc}") from exc
-    return model_type, config.to_dict()
+    return model_type, config.to_dict(), f"{cls.__name__} ({model_type}, {how})"
+
+
+def name_guesses(arch: str) -> list[str]:
+    """Model types an architecture name suggests, longest first: LlamaBidirectionalModel ->
+    llama_bidirectional, llama."""
+    stem = re.sub(r"(For[A-Z]\w*|LMHeadModel|Model)$", "", arch)
+    words = re.findall(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+[0-9]*|[A-Z0-9]+", stem)
+    return ["_".join(words[:n]).lower() for n in range(len(words), 0, -1)]
 
 
 def _model_type_from_transformers(arch: str, modeling_auto) -> str | None:
@@ -154,7 +162,3 @@ def _model_type_from_vllm(arch: str, registry) -> str | None:
         if arch in (getattr(cls, "architectures", None) or ()):
             return model_type
     return None
-
-
-def _snake(name: str) -> str:
-    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()

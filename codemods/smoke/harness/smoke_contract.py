@@ -52,19 +52,17 @@ def run_target(target: dict, plan: dict, emit: Emitter) -> None:
         cls = _register(target)
         config_dir, layers, notes = _write_config(target, max(sizes), device)
     except smoke_config.NoConfigClass as exc:
-        _skip_all(emit, sizes, f"cannot smoke {target['arch']}: {exc}")
+        emit("build", "skip", pp=1, reason=f"cannot smoke {target['arch']}: {exc}")
         return
     except Exception as exc:  # noqa: BLE001 - any import/config failure fails the target
         emit("build", "fail", pp=1, error=excerpt("import the changed module", exc, target["path"]),
              duration_s=time.monotonic() - start)
-        _skip_all(emit, sizes, "not reached: build failed", include_build=False)
         return
     full, error = _build_entry(config_dir, device, cls, target)
     if full is None:
         status, reason = _blame(target, config_dir, device, error)
         emit("build", status, pp=1, reason=reason, error=error, notes=notes,
              duration_s=time.monotonic() - start)
-        _skip_all(emit, sizes, "not reached: build failed", include_build=False)
         return
     emit("build", "pass", pp=1, notes=notes, duration_s=time.monotonic() - start,
          reason=f"{cls.__module__}.{cls.__qualname__} from {inspect.getsourcefile(cls)}")
@@ -94,9 +92,9 @@ def _write_config(target: dict, layers: int, device: str) -> tuple[str, int, lis
         values, notes = dict(target["config"]), [f"config supplied by the user ({target['config_source']})"]
         values["architectures"] = [target["arch"]]
     else:
-        model_type, defaults = smoke_config.defaults_for(target["arch"])
+        model_type, defaults, found = smoke_config.defaults_for(target["arch"])
         tiny = smoke_config.derive(defaults, target["arch"], model_type, max(layers, 2), dense=device == "cpu")
-        values, notes = tiny.values, tiny.notes
+        values, notes = tiny.values, [f"config class: {found}", *tiny.notes]
     folder = tempfile.mkdtemp(prefix=f"smoke-{target['arch']}-")
     with open(os.path.join(folder, "config.json"), "w") as handle:
         json.dump(values, handle, indent=1, default=str)
@@ -299,11 +297,3 @@ def _max_diff(a, b) -> float:
         return max((_max_diff(v, b.tensors[k]) for k, v in a.tensors.items() if k in b.tensors), default=0.0)
     return (a.float() - b.float()).abs().max().item()
 
-
-def _skip_all(emit: Emitter, sizes: list[int], reason: str, include_build: bool = True) -> None:
-    if include_build:
-        emit("build", "skip", pp=1, reason=reason)
-    emit("entry-without-intermediate-tensors", "skip", pp=1, reason=reason)
-    for size in sizes:
-        for check in PP_CHECKS:
-            emit(check, "skip", pp=size, reason=reason)

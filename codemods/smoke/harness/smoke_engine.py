@@ -48,7 +48,7 @@ def _write_config(target: dict, size: int, device: str) -> str:
     if target.get("config"):
         values = {**target["config"], "architectures": [target["arch"]]}
     else:
-        model_type, defaults = smoke_config.defaults_for(target["arch"])
+        model_type, defaults, _ = smoke_config.defaults_for(target["arch"])
         layers = max(2, target["layers"])
         values = smoke_config.derive(defaults, target["arch"], model_type, layers,
                                      dense=device == "cpu", wide=device == "cpu").values

@@ -1,0 +1,87 @@
+"""PP003 key-allocated-not-sent: the factory allocates a key the previous rank never sends."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..conditions import missing
+from ..findings import Applicability, Edit, Finding, Fix
+from .base import Context, Rule, quote_keys
+
+RULE = Rule(
+    code="PP003",
+    name="key-allocated-not-sent",
+    summary="make_empty_intermediate_tensors allocates a key that no non-last rank sends.",
+    rationale=(
+        "The newer runner (default since vLLM 0.29) loops over the buffer keys and indexes the "
+        "received dict with each, so a key that is allocated but never sent raises `KeyError` on "
+        "the first real step of every non-first rank (FalconH1Model allocated `residual` but sent "
+        "only `hidden_states`). The fix removes the key from a literal factory list when the sent "
+        "keys are known exactly and the key is not read; otherwise it is reported only."
+    ),
+    before=(
+        "self.make_empty_intermediate_tensors = make_empty_intermediate_tensors_factory(\n"
+        "    [\"hidden_states\", \"residual\"], config.hidden_size\n)\n"
+        "...\n"
+        "return IntermediateTensors({\"hidden_states\": hidden_states})\n"
+    ),
+    after=(
+        "self.make_empty_intermediate_tensors = make_empty_intermediate_tensors_factory(\n"
+        "    [\"hidden_states\"], config.hidden_size\n)\n"
+    ),
+    fix=Applicability.SAFE,
+)
+
+
+def check(ctx: Context) -> list[Finding]:
+    by_site: dict[tuple, list] = {}
+    for ref in ctx.subjects:
+        traffic = ctx.resolver.traffic(ref)
+        if traffic.forward is None or traffic.forward[1].param("intermediate_tensors") is None:
+            continue
+        if not traffic.sends.uses or not traffic.sends.complete:
+            continue
+        alloc = ctx.resolver.allocation(ref)
+        if alloc.missing or not alloc.side.complete or not alloc.sites:
+            continue
+        verdict = missing([alloc.side], traffic.sends)
+        if verdict is None or not verdict.always:
+            continue
+        owner, producer = alloc.sites[0]
+        by_site.setdefault((owner.key, producer), []).append((ref, alloc, traffic, verdict.always))
+    findings = []
+    for users in by_site.values():
+        agree = len({keys for *_, keys in users}) == 1
+        for ref, alloc, traffic, keys in users[:1] if agree else users:
+            findings.append(_finding(ctx, ref, alloc, traffic, keys, agree))
+    return findings
+
+
+def _finding(ctx: Context, ref, alloc, traffic, keys, agree: bool) -> Finding:
+    owner, producer = alloc.sites[0]
+    path = owner.module.path
+    line, column = producer.list_line or producer.line, producer.list_column or producer.column
+    quoted = quote_keys(keys)
+    read = {u.use.key for u in traffic.reads.uses}
+    why = ""
+    if not agree:
+        why = "classes sharing this factory send different keys"
+    elif producer.kind != "factory" or len(alloc.sites) > 1 or producer.guard:
+        why = "the keys are not a single unconditional factory list"
+    elif not traffic.reads.complete or read & set(keys):
+        why = "the key is read on non-first ranks" if read & set(keys) else "the keys read are not all known"
+    elif not ctx.editable(path):
+        why = f"the factory lives in {path}, outside the checked paths"
+    fix = None if why else Fix(
+        Applicability.SAFE,
+        f"remove {quoted} from the factory's key list",
+        (Edit("remove_keys", Path(path), line, column, (tuple(producer.keys), keys)),),
+    )
+    evidence = ctx.evidence([u for u in alloc.side.uses if u.use.key in keys], "allocated")
+    evidence += ctx.evidence(traffic.sends.uses, "sent")
+    return Finding(
+        RULE.code, RULE.name, Path(path), line, column, owner.cls.name if fix else ref.cls.name,
+        f"{quoted} allocated by make_empty_intermediate_tensors but never sent "
+        "(KeyError in the newer runner)" + (f"; not auto-fixable: {why}" if why else ""),
+        keys=keys, fix=fix, evidence=tuple(evidence),
+    )

@@ -1,0 +1,102 @@
+"""PP004 missing-empty-tensors-factory: a SupportsPP entry class without a working producer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..findings import Applicability, Edit, Evidence, Finding, Fix
+from ..index import ClassRef
+from .base import Context, Rule
+
+RULE = Rule(
+    code="PP004",
+    name="missing-empty-tensors-factory",
+    summary="A SupportsPP entry class exposes no make_empty_intermediate_tensors.",
+    rationale=(
+        "The runner calls `model.make_empty_intermediate_tensors(...)` on every non-first rank at "
+        "start-up. `supports_pp()` only checks that `SupportsPP` is in the MRO and that forward "
+        "accepts `intermediate_tensors`, so a wrapper that forgot the delegation passes every check "
+        "and fails at start-up of rank 1: the Protocol stub returns None (vLLM <= 0.27) or "
+        "AttributeError (later). Real cases: Kimi-Linear's wrapper, multimodal wrappers without "
+        "`self.make_empty_intermediate_tensors = self.language_model.make_empty_intermediate_tensors`, "
+        "a misspelled attribute name. The fix adds that delegation line to `__init__` when the "
+        "forward hands `intermediate_tensors` to exactly one submodule: safe when the submodule's "
+        "class is known and has a producer, unsafe when it is built dynamically."
+    ),
+    before=(
+        "class KimiLinearForCausalLM(nn.Module, SupportsPP):\n"
+        "    def __init__(self, *, vllm_config, prefix=\"\"):\n"
+        "        super().__init__()\n"
+        "        self.model = KimiLinearModel(vllm_config=vllm_config, prefix=prefix)\n"
+    ),
+    after=(
+        "class KimiLinearForCausalLM(nn.Module, SupportsPP):\n"
+        "    def __init__(self, *, vllm_config, prefix=\"\"):\n"
+        "        super().__init__()\n"
+        "        self.model = KimiLinearModel(vllm_config=vllm_config, prefix=prefix)\n"
+        "        self.make_empty_intermediate_tensors = self.model.make_empty_intermediate_tensors\n"
+    ),
+    fix=Applicability.SAFE,
+)
+
+
+def check(ctx: Context) -> list[Finding]:
+    findings = []
+    for ref in ctx.entries:
+        if ref.cls.is_protocol or "SupportsPP" not in ctx.index.base_names(ref):
+            continue
+        if not ctx.resolver.allocation(ref).missing:
+            continue
+        findings.append(_finding(ctx, ref))
+    return findings
+
+
+def _finding(ctx: Context, ref: ClassRef) -> Finding:
+    path = ref.module.path
+    misspelled = [p for node in ctx.index.mro(ref) for p in node.cls.misspelled_producer]
+    message = "SupportsPP class has no make_empty_intermediate_tensors (fails at start-up of rank 1)"
+    evidence = [Evidence(Path(path), ref.cls.line, ctx.line(path, ref.cls.line), "class")]
+    if misspelled:
+        message += f"; `self.{misspelled[0].attr}` looks like a misspelling of it"
+        evidence.append(Evidence(Path(path), misspelled[0].line, ctx.line(path, misspelled[0].line), "misspelled"))
+    fix, why = _plan(ctx, ref)
+    if why:
+        message += f"; not auto-fixable: {why}"
+    return Finding(
+        RULE.code, RULE.name, Path(path), ref.cls.line, ref.cls.column, ref.cls.name, message,
+        fix=fix, evidence=tuple(evidence),
+    )
+
+
+def _plan(ctx: Context, ref: ClassRef) -> tuple[Fix | None, str]:
+    found = ctx.index.find_method(ref, "forward")
+    if found is None:
+        return None, "no forward that takes intermediate_tensors"
+    targets = {
+        call.target[1] for call in found[1].calls
+        if len(call.target) >= 2 and call.target[0] == "self" and call.target[1] in _submodules(ctx, ref)
+    }
+    if len(targets) != 1:
+        return None, "forward does not hand intermediate_tensors to exactly one submodule"
+    attr = targets.pop()
+    if attr not in ref.cls.init_last_assign:
+        return None, f"`self.{attr}` is not assigned at the top level of {ref.cls.name}.__init__"
+    owners = ctx.resolver.object_classes(ref, ("self", attr))
+    if isinstance(owners, str) and "dynamically" in owners:
+        applicability, note = Applicability.UNSAFE, f" (unsafe: {owners})"
+    elif isinstance(owners, str) or not owners or ctx.resolver.allocation(owners[0]).missing:
+        return None, f"`self.{attr}` has no make_empty_intermediate_tensors either"
+    else:
+        applicability, note = Applicability.SAFE, ""
+    if not ctx.editable(ref.module.path):
+        return None, f"{ref.module.path} is outside the checked paths"
+    line = ref.cls.init_last_assign[attr]
+    return Fix(
+        applicability,
+        f"delegate to self.{attr}.make_empty_intermediate_tensors in __init__{note}",
+        (Edit("insert_delegation", Path(ref.module.path), line, 0, (ref.cls.name, attr)),),
+    ), ""
+
+
+def _submodules(ctx: Context, ref: ClassRef) -> set[str]:
+    return {attr for node in ctx.index.mro(ref) for attr in node.cls.submodules}

@@ -1,0 +1,64 @@
+"""PP005 key-read-not-sent: a non-first rank reads an allocated key that no rank sends."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..conditions import missing
+from ..findings import Finding
+from .base import Context, Rule, quote_keys
+
+RULE = Rule(
+    code="PP005",
+    name="key-read-not-sent",
+    summary="A key read on non-first ranks is allocated but never sent by the previous rank.",
+    rationale=(
+        "With the older runner the forward silently reads the zeros of an allocated buffer that "
+        "nothing fills; with the newer runner the allocated-but-unsent key raises `KeyError`. "
+        "Either the sender forgot the key or the reader should not expect it: which one is a "
+        "modelling decision, so there is no automatic fix. (Keys read that are not allocated "
+        "either are PP001's.)"
+    ),
+    before=(
+        "residual = intermediate_tensors[\"residual\"]\n"
+        "...\n"
+        "return IntermediateTensors({\"hidden_states\": hidden_states})\n"
+    ),
+    after=(
+        "residual = intermediate_tensors[\"residual\"]\n"
+        "...\n"
+        "return IntermediateTensors({\"hidden_states\": hidden_states, \"residual\": residual})\n"
+    ),
+    fix=None,
+)
+
+
+def check(ctx: Context) -> list[Finding]:
+    findings = []
+    seen = set()
+    for ref in ctx.subjects:
+        traffic = ctx.resolver.traffic(ref)
+        if traffic.forward is None or not traffic.sends.uses or not traffic.sends.complete:
+            continue
+        alloc = ctx.resolver.allocation(ref)
+        if alloc.missing or not alloc.side.complete:
+            continue
+        verdict = missing([traffic.reads], traffic.sends)
+        allocated = {u.use.key for u in alloc.side.uses}
+        keys = tuple(k for k in (verdict.always if verdict else ()) if k in allocated)
+        if not keys:
+            continue
+        reads = [u for u in traffic.reads.uses if u.use.key in keys]
+        where = (reads[0].path, reads[0].use.line, keys)
+        if where in seen:
+            continue
+        seen.add(where)
+        quoted = quote_keys(keys)
+        findings.append(Finding(
+            RULE.code, RULE.name, Path(reads[0].path), reads[0].use.line, 0, ref.cls.name,
+            f"{quoted} read on non-first ranks but never sent by the previous rank; no fix: "
+            "decide whether the sender or the reader is wrong",
+            keys=keys,
+            evidence=tuple(ctx.evidence(reads, "read") + ctx.evidence(traffic.sends.uses, "sent")),
+        ))
+    return findings

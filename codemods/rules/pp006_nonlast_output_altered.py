@@ -1,0 +1,68 @@
+"""PP006 nonlast-output-altered: a wrapper transforms the inner output on non-last ranks too."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..findings import Applicability, Edit, Evidence, Finding, Fix
+from .base import Context, Rule
+
+RULE = Rule(
+    code="PP006",
+    name="nonlast-output-altered",
+    summary="A SupportsPP wrapper post-processes the inner model's output on every rank.",
+    rationale=(
+        "On a non-last rank the inner model returns `IntermediateTensors`, and the runner asserts "
+        "that the wrapper hands exactly that back. A wrapper that transforms the output (`.to()`, "
+        "arithmetic, a score head) crashes on non-last ranks. The fix returns the inner output "
+        "unchanged there first; it is unsafe because the wrapper may rely on the transformation "
+        "in ways only a human can judge."
+    ),
+    before=(
+        "hidden_states = self.model(input_ids, positions, intermediate_tensors)\n"
+        "return hidden_states / self.scale\n"
+    ),
+    after=(
+        "hidden_states = self.model(input_ids, positions, intermediate_tensors)\n"
+        "if not get_pp_group().is_last_rank:\n"
+        "    return hidden_states\n"
+        "return hidden_states / self.scale\n"
+    ),
+    fix=Applicability.UNSAFE,
+)
+
+
+def check(ctx: Context) -> list[Finding]:
+    findings = []
+    seen = set()
+    for ref in ctx.subjects:
+        if "SupportsPP" not in ctx.index.base_names(ref):
+            continue
+        found = ctx.index.find_method(ref, "forward")
+        if found is None or found[1].altered is None:
+            continue
+        owner, fn = found
+        if (owner.key, fn.line) in seen:
+            continue
+        seen.add((owner.key, fn.line))
+        altered = fn.altered
+        path = owner.module.path
+        fix = None
+        if altered.var and ctx.editable(path):
+            fix = Fix(
+                Applicability.UNSAFE,
+                f"return `{altered.var}` unchanged on non-last ranks before it is transformed",
+                (Edit("early_return", Path(path), altered.insert_after, 0, (owner.cls.name, altered.var)),),
+            )
+        findings.append(Finding(
+            RULE.code, RULE.name, Path(path), altered.line, 0, owner.cls.name,
+            "the inner model's output is transformed without returning it unchanged on non-last "
+            "ranks (IntermediateTensors there: the wrapper crashes)"
+            + ("" if fix else "; not auto-fixable: the inner call is nested in the returned expression"),
+            fix=fix,
+            evidence=(
+                Evidence(Path(path), altered.inner_line, ctx.line(path, altered.inner_line), "inner call"),
+                Evidence(Path(path), altered.line, ctx.line(path, altered.line), "transformed"),
+            ),
+        ))
+    return findings

@@ -1,0 +1,48 @@
+"""PP007 unsupported-access: `.get(...)` or `in` on an IntermediateTensors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..findings import Applicability, Edit, Evidence, Finding, Fix
+from .base import Context, Rule
+
+RULE = Rule(
+    code="PP007",
+    name="unsupported-access",
+    summary="`.get()` or `in` used on an IntermediateTensors, which supports neither.",
+    rationale=(
+        "`IntermediateTensors` is a thin wrapper with `__getitem__`, `items()` and `.tensors`, but "
+        "no `get`, `keys` or `__contains__`: `x.get(\"k\")` raises AttributeError (gemma4, vLLM "
+        "0.19.0) and `\"k\" in x` falls back to integer indexing and never terminates. The fix goes "
+        "through the underlying dict: `x.tensors.get(\"k\")`, `\"k\" in x.tensors`."
+    ),
+    before="per_layer = intermediate_tensors.get(\"per_layer_inputs\")\n",
+    after="per_layer = intermediate_tensors.tensors.get(\"per_layer_inputs\")\n",
+    fix=Applicability.SAFE,
+)
+
+
+def check(ctx: Context) -> list[Finding]:
+    findings = []
+    seen = set()
+    for ref in ctx.subjects:
+        for fn in ref.cls.methods.values():
+            for access in fn.accesses:
+                where = (ref.module.path, access.line, access.column)
+                if where in seen:
+                    continue
+                seen.add(where)
+                path = ref.module.path
+                findings.append(Finding(
+                    RULE.code, RULE.name, Path(path), access.line, access.column, ref.cls.name,
+                    f"`{access.text}`: IntermediateTensors has no "
+                    + ("`get`" if access.kind == "get" else "`__contains__`"),
+                    fix=Fix(
+                        Applicability.SAFE,
+                        "go through `.tensors`",
+                        (Edit("tensors_access", Path(path), access.line, access.column, (access.kind,)),),
+                    ) if ctx.editable(path) else None,
+                    evidence=(Evidence(Path(path), access.line, ctx.line(path, access.line), "access"),),
+                ))
+    return findings

@@ -1,0 +1,52 @@
+"""`contractfix smoke`: the command's behaviour (cli.py only declares its options)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from .api import run_smoke
+from .targets import UsageError
+from .venv import SetupError, setup
+
+EXIT_OK, EXIT_FAILED, EXIT_SETUP = 0, 1, 2
+
+
+def main(
+    paths: list[Path],
+    *,
+    tier: str | None = None,
+    arch: str | None = None,
+    python: Path | None = None,
+    config: Path | None = None,
+    json_out: Path | None = None,
+    allow_skip: bool = False,
+    prepare: bool = False,
+    timeout: float | None = None,
+    base: str = "HEAD",
+    echo: Callable[[str], None] = print,
+    echo_err: Callable[[str], None] = print,
+) -> int:
+    """Run the smoke and print its summary; returns the exit code (0 ok, 1 failed, 2 setup)."""
+    try:
+        if prepare:
+            result = setup(echo=echo_err)
+            state = "reused" if result.cached else "created"
+            echo_err(f"smoke environment {state}: {result.env.root} ({_versions(result.versions)}, "
+                     f"{result.duration_s:.1f}s)")
+            if not paths and not arch:
+                return EXIT_OK
+        report = run_smoke(paths, tier=tier, arch=arch, python=python, config=config,
+                           allow_skip=allow_skip, timeout=timeout, base=base)
+    except (SetupError, UsageError, ValueError) as error:
+        echo_err(f"error: {error}")
+        return EXIT_SETUP
+    echo(report.summary())
+    if json_out is not None:
+        json_out.write_text(json.dumps(report.to_json(), indent=2) + "\n")
+    return report.exit_code
+
+
+def _versions(versions: dict[str, str]) -> str:
+    return ", ".join(f"{name} {version}" for name, version in versions.items())

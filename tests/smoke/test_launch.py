@@ -1,0 +1,138 @@
+"""contractfix's side of the harness protocol, with a stand-in for the Python that has vLLM."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from codemods.smoke.launch import NO_PYTHON, find_python, probe, run_harness
+from codemods.smoke.records import Status
+from codemods.smoke.targets import select_targets
+from codemods.smoke.tier_contract import expected_checks, run_contract
+from codemods.smoke.tier_engine import engine_env, run_engine
+from codemods.smoke.tiers import Machine
+from codemods.smoke.venv import SetupError
+
+from .fakes import fake_python, record, vllm_tree
+
+PROBE = {"python": "/fake", "vllm": "0.33.0", "vllm_dir": "/fake/site/vllm", "torch": "2.13.0+cpu",
+         "cuda_devices": 0, "cpu_kernels": False}
+
+
+@pytest.fixture
+def models(tmp_path: Path) -> Path:
+    return vllm_tree(tmp_path / "checkout")
+
+
+def _machine(python: Path, **extra) -> Machine:
+    return Machine(python=python, vllm="0.33.0", vllm_dir=Path("/fake/site/vllm"), **extra)
+
+
+def test_probe_reads_versions_and_hardware(tmp_path: Path) -> None:
+    machine = probe(fake_python(tmp_path, {"probe": {**PROBE, "cuda_devices": 2}}))
+    assert (machine.vllm, machine.cuda_devices, machine.engine_device) == ("0.33.0", 2, "cuda")
+    assert machine.registry == Path("/fake/site/vllm/model_executor/models/registry.py")
+
+
+def test_probe_of_a_python_without_vllm_says_so(tmp_path: Path) -> None:
+    machine = probe(fake_python(tmp_path, {"probe": {"python": "/fake", "vllm": None}}))
+    assert machine.python is None and "has no vLLM installed" in machine.why_no_python
+    assert probe(None).why_no_python == NO_PYTHON
+
+
+def test_explicit_python_must_exist(tmp_path: Path) -> None:
+    with pytest.raises(SetupError, match="no such file"):
+        find_python(tmp_path / "missing-python")
+
+
+def test_records_are_read_and_unreported_checks_fail(tmp_path: Path, models: Path) -> None:
+    (target,) = select_targets([models / "step_lite.py"])
+    path = str(target.path)
+    reported = [record(target.arch, "build", "pass", 1, path),
+                record(target.arch, "factory-keys", "fail", 2, path, error="rank 1: ...")]
+    python = fake_python(tmp_path, {"records": reported})
+    records = run_contract([target], _machine(python), pp_sizes=(2,))
+    by_check = {(r.check, r.pp): r for r in records}
+    assert set(by_check) == set(expected_checks((2,)))
+    assert by_check[("factory-keys", 2)].status is Status.FAIL and by_check[("factory-keys", 2)].error == "rank 1: ..."
+    unreported = by_check[("chain-equals-pp1", 2)]
+    assert unreported.status is Status.FAIL and unreported.reason == "the harness did not report this check"
+
+
+def test_a_build_that_did_not_pass_expects_nothing_else(tmp_path: Path, models: Path) -> None:
+    (target,) = select_targets([models / "step_lite.py"])
+    python = fake_python(tmp_path, {"records": [record(target.arch, "build", "skip", 1, str(target.path),
+                                                         reason="cannot smoke: no config class")]})
+    (only,) = run_contract([target], _machine(python))
+    assert (only.check, only.status) == ("build", Status.SKIP)
+
+
+def test_a_hung_harness_is_killed_and_its_missing_checks_fail(tmp_path: Path, models: Path) -> None:
+    (target,) = select_targets([models / "step_lite.py"])
+    python = fake_python(tmp_path, {"records": [record(target.arch, "build", "pass", 1, str(target.path))], "hang": True})
+    records = run_contract([target], _machine(python), pp_sizes=(2, 3), timeout=2)
+    failed = [r for r in records if r.status is Status.FAIL]
+    assert len(failed) == len(expected_checks((2, 3))) - 1
+    assert all("timed out after 2s" in r.reason for r in failed)
+
+
+def test_a_harness_that_cannot_start_is_a_setup_error(tmp_path: Path, models: Path) -> None:
+    (target,) = select_targets([models / "step_lite.py"])
+    python = fake_python(tmp_path, {"exit": 2, "stderr": "cannot import vLLM: ImportError: libfoo"})
+    with pytest.raises(SetupError, match="libfoo"):
+        run_contract([target], _machine(python))
+
+
+def test_one_process_runs_every_unit(tmp_path: Path, models: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    other = vllm_tree(tmp_path / "second")
+    targets = select_targets([models / "step_lite.py", other / "step_lite.py", models / "tiny_vision.py"])
+    copy = tmp_path / "plan.json"
+    monkeypatch.setenv("FAKE_PLAN_COPY", str(copy))
+    records = run_contract(targets, _machine(fake_python(tmp_path, {})), pp_sizes=(2, 3))
+    plan = json.loads(copy.read_text())
+    assert plan["device"] == "cpu" and plan["pp_sizes"] == [2, 3]
+    assert [list(u["overrides"].values()) for u in plan["units"]] == [
+        [str((models / "step_lite.py").resolve())], [str((other / "step_lite.py").resolve())]]
+    assert "multimodal" in next(r.reason for r in records if r.check == "select")
+
+
+def test_arch_only_targets_read_the_installed_registry_through_the_probe(tmp_path: Path, models: Path) -> None:
+    python = fake_python(tmp_path, {"probe": {**PROBE, "vllm_dir": str(models.parents[1])}})
+    (target,) = select_targets([], arch="StepLiteForCausalLM", installed=probe(python).registry)
+    assert target.module == "vllm.model_executor.models.step_lite"
+
+
+def test_engine_tier_compares_tokens_of_pp1_and_pp2(tmp_path: Path, models: Path) -> None:
+    (target,) = select_targets([models / "step_lite.py"])
+    machine = _machine(fake_python(tmp_path / "same", {"tokens_by_pp": {"1": [5, 6], "2": [5, 6]}}) if
+                       (tmp_path / "same").mkdir() is None else None, cpu_kernels=True)
+    records = run_engine([target], machine)
+    assert [(r.check, r.pp, r.status) for r in records] == [
+        ("generate", 1, Status.PASS), ("generate", 2, Status.PASS), ("tokens-equal-pp1", 2, Status.PASS)]
+    (tmp_path / "differ").mkdir()
+    machine = _machine(fake_python(tmp_path / "differ", {"tokens_by_pp": {"1": [5, 6], "2": [5, 7]}}), cpu_kernels=True)
+    compare = run_engine([target], machine)[-1]
+    assert compare.status is Status.FAIL and "PP=1 [5, 6], PP=2 [5, 7]" in compare.error
+    (tmp_path / "crash").mkdir()
+    machine = _machine(fake_python(tmp_path / "crash", {"tokens_by_pp": {"1": [5, 6]}, "exit": 1}), cpu_kernels=True)
+    generate2, compare = run_engine([target], machine)[1:]
+    assert generate2.status is Status.FAIL and "exited with code 1" in generate2.reason
+    assert compare.status is Status.SKIP
+
+
+def test_engine_env_carries_overrides_and_splits_cores(models: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (target,) = select_targets([models / "step_lite.py"])
+    monkeypatch.setattr("os.cpu_count", lambda: 4)
+    env = engine_env(target, "cpu", 2, "/tmp/cache")
+    assert json.loads(env["CONTRACTFIX_SMOKE_OVERRIDES"]) == dict(target.overrides)
+    assert env["PYTHONPATH"].split(":")[0].endswith("harness/shim")
+    assert env["VLLM_CPU_OMP_THREADS_BIND"] == "0-1|2-3"
+    assert "VLLM_CPU_OMP_THREADS_BIND" not in engine_env(target, "cuda", 2, "/tmp/cache")
+
+
+def test_run_harness_passes_results_and_outputs_files(tmp_path: Path) -> None:
+    python = fake_python(tmp_path, {"records": [record("A", "build", "pass", 1, None)]})
+    result = run_harness(python, "contract", {"device": "cpu", "units": []}, timeout=30)
+    assert [r.check for r in result.records] == ["build"] and result.problem == ""

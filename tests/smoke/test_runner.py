@@ -1,0 +1,100 @@
+"""The subprocess runner: output, timeout, and no process of the group left behind."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from codemods.smoke.runner import run
+
+STAND_IN = textwrap.dedent(
+    """
+    import os, subprocess, sys, time
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    with open(sys.argv[1], "w") as handle:
+        handle.write(str(child.pid))
+    print("started", flush=True)
+    print("to stderr", file=sys.stderr, flush=True)
+    if sys.argv[2] == "hang":
+        signal_proof = __import__("signal")
+        signal_proof.signal(signal_proof.SIGTERM, signal_proof.SIG_IGN)
+        time.sleep(600)
+    sys.exit(int(sys.argv[2]))
+    """
+)
+
+
+@pytest.fixture
+def stand_in(tmp_path: Path) -> Path:
+    """A harness stand-in: starts a grandchild that sleeps, writes its pid, then exits or hangs."""
+    script = tmp_path / "stand_in.py"
+    script.write_text(STAND_IN)
+    return script
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    state = Path(f"/proc/{pid}/stat")
+    return not (state.exists() and state.read_text().split(") ")[1].startswith("Z"))
+
+
+def _wait_dead(pid: int, seconds: float = 5.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not _alive(pid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_normal_exit_returns_output_and_reaps_the_group(stand_in: Path, tmp_path: Path) -> None:
+    pid_file = tmp_path / "pid"
+    done = run([sys.executable, stand_in, pid_file, "3"], timeout=60)
+    assert done.returncode == 3
+    assert not done.timed_out
+    assert done.stdout.strip() == "started"
+    assert done.tail() == "to stderr"
+    assert _wait_dead(int(pid_file.read_text())), "the grandchild outlived a normal exit"
+
+
+def test_timeout_kills_the_whole_group_even_if_sigterm_is_ignored(stand_in: Path, tmp_path: Path) -> None:
+    pid_file = tmp_path / "pid"
+    start = time.monotonic()
+    done = run([sys.executable, stand_in, pid_file, "hang"], timeout=2, grace=1)
+    assert done.timed_out
+    assert done.returncode is None
+    assert time.monotonic() - start < 15
+    assert "started" in done.stdout
+    assert _wait_dead(int(pid_file.read_text())), "the grandchild outlived the timeout"
+
+
+def test_ctrl_c_kills_the_group_and_propagates(stand_in: Path, tmp_path: Path) -> None:
+    pid_file = tmp_path / "pid"
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, 1.5)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run([sys.executable, stand_in, pid_file, "hang"], timeout=120, grace=1)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+    assert _wait_dead(int(pid_file.read_text())), "the grandchild outlived Ctrl-C"
+
+
+def test_the_child_leads_its_own_process_group(tmp_path: Path) -> None:
+    done = run([sys.executable, "-c", "import os; print(os.getpgid(0) == os.getpid(), os.getpgid(0) != %d)" % os.getpgid(0)],
+               timeout=30)
+    assert done.stdout.split() == ["True", "True"]

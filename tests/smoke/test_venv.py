@@ -1,0 +1,85 @@
+"""The managed environment: where it lives, when it is reused, when it is rebuilt."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import pytest
+
+from codemods.smoke import recipe, venv
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("CONTRACTFIX_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+@pytest.fixture
+def builds(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """Replace the pip steps by a fake build that creates bin/python; records each build."""
+    done: list[Path] = []
+
+    def fake_build(env: venv.ManagedEnv, echo) -> dict[str, str]:
+        env.python.parent.mkdir(parents=True)
+        env.python.write_text("")
+        done.append(env.root)
+        return {"vllm": "0.33.0", "torch": "2.13.0+cpu"}
+
+    monkeypatch.setattr(venv, "_build", fake_build)
+    return done
+
+
+def test_cache_dir_precedence(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("CONTRACTFIX_CACHE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert venv.cache_dir() == tmp_path / "xdg" / "contractfix"
+    monkeypatch.setenv("CONTRACTFIX_CACHE", str(tmp_path / "own"))
+    assert venv.cache_dir() == tmp_path / "own"
+    assert venv.managed_env().root == tmp_path / "own" / "envs" / "vllm-0.33.0-cpu"
+
+
+def test_setup_builds_once_then_reuses(cache: Path, builds: list[Path]) -> None:
+    first = venv.setup(echo=lambda _: None)
+    assert not first.cached and first.env.ready()
+    second = venv.setup(echo=lambda _: None)
+    assert second.cached and second.versions == {"vllm": "0.33.0", "torch": "2.13.0+cpu"}
+    assert len(builds) == 1
+    assert json.loads(first.env.marker.read_text())["fingerprint"] == recipe.fingerprint()
+
+
+def test_a_half_finished_install_is_removed_and_redone(cache: Path, builds: list[Path]) -> None:
+    env = venv.managed_env()
+    (env.root / "lib").mkdir(parents=True)
+    (env.root / "lib" / "partial").write_text("interrupted pip")
+    assert not env.ready()
+    venv.setup(echo=lambda _: None)
+    assert env.ready() and not (env.root / "lib" / "partial").exists()
+    assert builds == [env.root]
+
+
+def test_a_marker_from_another_recipe_means_rebuild(cache: Path, builds: list[Path]) -> None:
+    env = venv.setup(echo=lambda _: None).env
+    env.marker.write_text(json.dumps({"fingerprint": "an older recipe"}))
+    assert not env.ready()
+    assert not venv.setup(echo=lambda _: None).cached
+    assert len(builds) == 2
+
+
+def test_concurrent_setups_build_once(cache: Path, builds: list[Path]) -> None:
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(venv.setup(echo=lambda _: None))) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(builds) == 1 and sorted(r.cached for r in results) == [False, True, True]
+
+
+def test_a_failing_step_is_a_setup_error_with_the_log(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(venv.sys, "executable", "/nonexistent/python3")
+    with pytest.raises(venv.SetupError, match="create virtualenv failed"):
+        venv.setup(echo=lambda _: None)
+    assert not venv.managed_env().ready()

@@ -1,0 +1,86 @@
+"""The PR description: rule metadata, a fix table, evidence, what is left, smoke, how to reproduce."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from codemods import __version__, engine, prbody
+from codemods.config import Options
+from codemods.demo import copy_example
+from codemods.findings import Applicability, Finding, Fix
+from codemods.rules import ALL
+from codemods.sweep import fix_args
+
+BASE = "0123456789abcdef0123456789abcdef01234567"
+
+
+@pytest.fixture
+def findings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Finding]:
+    """The example tree's findings by rule, with paths relative to its root."""
+    copy_example(tmp_path / "repo")
+    monkeypatch.chdir(tmp_path / "repo")
+    return {f.rule: f for f in engine.check([Path(".")], Options()).findings}
+
+
+def section(body: str, title: str) -> str:
+    start = body.index(f"## {title}\n")
+    end = body.find("\n## ", start + 1)
+    return body[start : end if end >= 0 else None].rstrip("\n")
+
+
+def test_sections_come_from_rule_metadata_and_findings(findings):
+    body = prbody.render([findings["PP001"], findings["PP002"]], [], BASE, [])
+    assert body.startswith("This PR fixes 2 pipeline-parallel contract violations in 2 files")
+    wrong = section(body, "What was wrong")
+    for rule in (ALL["PP001"], ALL["PP002"]):
+        assert f"### {rule.code} `{rule.name}`" in wrong and rule.rationale in wrong
+    fixes = section(body, "Fixes").splitlines()
+    assert fixes[4:] == [
+        "| `vllm/model_executor/models/gemma_lite.py:24` | `GemmaLiteModel` | PP002 | — | add `= None` to intermediate_tensors |",
+        "| `vllm/model_executor/models/step_lite.py:19` | `StepLiteModel` | PP001 | `residual` "
+        "| add \"residual\" to the factory's key list |",
+    ]
+    evidence = section(body, "Evidence")
+    assert '- `vllm/model_executor/models/step_lite.py:43` sent: `"residual": residual,`' in evidence
+    assert "Nothing: every finding" in section(body, "Left for review")
+    assert "## Smoke test" not in body
+
+
+def test_only_the_fixed_rules_are_explained(findings):
+    body = prbody.render([findings["PP001"]], [findings["PP002"]], BASE, [])
+    assert body.startswith("This PR fixes 1 pipeline-parallel contract violation in 1 file,")
+    assert "PP002" not in section(body, "What was wrong")
+    left = section(body, "Left for review")
+    assert "`vllm/model_executor/models/gemma_lite.py:24` PP002 `GemmaLiteModel`" in left
+    assert "the fix did not verify" in left
+
+
+def test_why_a_finding_is_left(findings):
+    unsafe = replace(findings["PP002"], fix=Fix(Applicability.UNSAFE, "add a | default", ()))
+    manual = replace(findings["PP001"], fix=None)
+    left = section(prbody.render([findings["PP001"]], [unsafe, manual], BASE, []), "Left for review")
+    assert "unsafe fix available with `--unsafe-fixes`: add a | default" in left
+    assert "no automatic fix" in left
+
+
+def test_table_cells_are_escaped(findings):
+    piped = replace(findings["PP002"], fix=Fix(Applicability.SAFE, "a | b", ()))
+    assert "| a \\| b |" in prbody.render([piped], [], BASE, [])
+
+
+@pytest.mark.parametrize("ok, verdict", [(True, "passed"), (False, "FAILED")])
+def test_smoke_section(findings, ok, verdict):
+    body = prbody.render([findings["PP001"]], [], BASE, [], prbody.Smoke(ok, "tier light: 2/2 models"))
+    assert section(body, "Smoke test") == f"## Smoke test\n\nThe smoke run {verdict}:\n\n```\ntier light: 2/2 models\n```"
+
+
+def test_reproduce_command(findings):
+    args = fix_args({"unsafe_fixes": True, "select": ("PP001",), "ignore": (), "exclude": ("tests/*",)})
+    body = prbody.render([findings["PP001"]], [], BASE, args)
+    assert section(body, "Reproduce").splitlines()[3:5] == [
+        f"git checkout --detach {BASE}",
+        f"contractfix fix --unsafe-fixes --select PP001 --exclude 'tests/*' .  # contractfix {__version__}",
+    ]
