@@ -203,11 +203,18 @@ class _ClassAnalyzer:
         if fn.name == "__init__":
             self.facts.init_line = fn.lineno
             for stmt in fn.body:
-                for attr in _self_targets(stmt):
+                for attr in _assigned_in(stmt):
                     self.facts.init_last_assign[attr] = stmt.end_lineno or stmt.lineno
         _InitWalker(self.facts, fn).walk(fn.body, ())
         if self.mentions(fn):
             self.facts.methods[fn.name] = _FunctionAnalyzer(fn, producer=False).run()
+
+
+def _assigned_in(stmt: ast.stmt) -> list[str]:
+    """`self.<attr>` assigned by a statement, or unconditionally inside its `with` blocks."""
+    if isinstance(stmt, (ast.With, ast.AsyncWith)):
+        return [attr for inner in stmt.body for attr in _assigned_in(inner)]
+    return _self_targets(stmt)
 
 
 def _self_targets(stmt: ast.stmt) -> list[str]:
@@ -504,36 +511,49 @@ class _FunctionAnalyzer:
                 self.facts.calls.append(Call(chain, node.lineno, guard))
 
 
-def _altered_output(fn: ast.FunctionDef | ast.AsyncFunctionDef, passes_it) -> AlteredOutput | None:
-    """Where a forward transforms what the inner model returned, before any non-last-rank return.
+def _altered_output(fn: ast.FunctionDef | ast.AsyncFunctionDef, passes_it) -> list[AlteredOutput]:
+    """Where a forward transforms what an inner call returned, before any non-last-rank return.
 
-    Looks at the top-level statements after `v = self.inner(..., intermediate_tensors, ...)`: a
-    guard (`if not get_pp_group().is_last_rank: return ...`, `isinstance(v, IntermediateTensors)`)
-    or `return v` ends the search; any other use of `v` is an alteration.
+    For each top-level `v = self.inner(..., intermediate_tensors, ...)`, looks at the statements
+    after it: a guard (`if not get_pp_group().is_last_rank: return ...`, `if isinstance(v, ...):
+    return ...`) or `return v` ends the search; a use of `v` under a configuration condition is
+    skipped (it cannot be proven to run under pipeline parallelism); any other use of `v` is an
+    alteration. `return self.head(self.inner(...))` is one too.
     """
-    body = fn.body
-    for index, stmt in enumerate(body):
-        if isinstance(stmt, ast.Return) and isinstance(stmt.value, ast.Call):
-            nested = [n for n in ast.walk(stmt.value) if isinstance(n, ast.Call) and n is not stmt.value]
-            if not passes_it(stmt.value) and any(passes_it(n) for n in nested):
-                return AlteredOutput("", stmt.lineno, stmt.lineno, 0)
+    found: list[AlteredOutput] = []
+    for index, stmt in enumerate(fn.body):
+        if isinstance(stmt, ast.Return) and isinstance(stmt.value, ast.Call) and not passes_it(stmt.value):
+            for inner in ast.walk(stmt.value):
+                if isinstance(inner, ast.Call) and inner is not stmt.value and passes_it(inner):
+                    found.append(AlteredOutput("", stmt.lineno, stmt.lineno, 0, dotted(inner.func) or ()))
+                    break
         if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
             continue
-        if not (isinstance(stmt.value, ast.Call) and passes_it(stmt.value)):
-            continue
-        name = stmt.targets[0].id
-        for later in body[index + 1 :]:
-            source = ast.unparse(later.test) if isinstance(later, ast.If) else ""
-            if ("is_last_rank" in source or "IntermediateTensors" in source) and any(
-                isinstance(n, ast.Return) for n in ast.walk(later)
-            ):
-                return None
-            if isinstance(later, ast.Return) and isinstance(later.value, ast.Name) and later.value.id == name:
-                return None
-            if any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) for n in ast.walk(later)):
-                return AlteredOutput(name, stmt.lineno, later.lineno, stmt.end_lineno or stmt.lineno)
-        return None
-    return None
+        if isinstance(stmt.value, ast.Call) and passes_it(stmt.value):
+            line = _first_alteration(stmt.targets[0].id, fn.body[index + 1 :])
+            if line:
+                target = dotted(stmt.value.func) or ()
+                found.append(AlteredOutput(stmt.targets[0].id, stmt.lineno, line, stmt.end_lineno or stmt.lineno, target))
+    return found
+
+
+def _first_alteration(name: str, body: list[ast.stmt]) -> int:
+    def uses(node: ast.AST) -> bool:
+        return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) for n in ast.walk(node))
+
+    for stmt in body:
+        if isinstance(stmt, ast.If):
+            test = ast.unparse(stmt.test)
+            returns = any(isinstance(n, ast.Return) for n in ast.walk(stmt))
+            if returns and ("is_last_rank" in test or "IntermediateTensors" in test or f"isinstance({name}," in test):
+                return 0
+            if _condition(stmt.test) is not None and not uses(stmt.test):
+                continue
+        if isinstance(stmt, ast.Return) and isinstance(stmt.value, ast.Name) and stmt.value.id == name:
+            return 0
+        if uses(stmt):
+            return stmt.lineno
+    return 0
 
 
 def _is_it_ctor(node: ast.expr) -> bool:

@@ -21,6 +21,7 @@ from .resolve import Resolver
 from .suppress import apply_suppressions
 
 PARALLEL_THRESHOLD = 48
+DRAFT_TABLE = "SPECULATIVE"
 
 
 @dataclass
@@ -220,7 +221,10 @@ def _concerns_targets(finding: Finding, targets: set[str]) -> bool:
 
 
 def _entries(session: Session, subjects: list[ClassRef]) -> tuple[list[ClassRef], bool]:
-    """Registered classes that bear on the targets; without a registry, SupportsPP classes."""
+    """Registered classes that bear on the targets; without a registry, SupportsPP classes.
+
+    Draft heads (the speculative-decoding table) are not entries: drafters run with
+    pipeline_parallel_size=1 and are never asked for intermediate tensors."""
     index = session.index
     if session.registry is None:
         return [r for r in subjects if "SupportsPP" in index.base_names(r)], False
@@ -228,6 +232,8 @@ def _entries(session: Session, subjects: list[ClassRef]) -> tuple[list[ClassRef]
     names = {c.name for m in session.targets for c in m.classes.values()}
     entries: list[ClassRef] = []
     for entry in load_registry(session.registry):
+        if DRAFT_TABLE in entry.table:
+            continue
         known = index.by_name.get(entry.module) is not None or entry.cls in names
         if not known and not _subclasses_any(root, entry.module, names):
             continue

@@ -66,6 +66,7 @@ class AlteredOutput:
     inner_line: int
     line: int
     insert_after: int
+    target: tuple[str, ...] = ()
 
 
 @dataclass
@@ -83,7 +84,7 @@ class FunctionFacts:
     allocs: list[KeyUse] = field(default_factory=list)
     alloc_delegations: list[Call] = field(default_factory=list)
     alloc_dicts: list[tuple[int, int]] = field(default_factory=list)
-    altered: "AlteredOutput | None" = None
+    altered: list[AlteredOutput] = field(default_factory=list)
 
     def param(self, name: str) -> Param | None:
         return next((p for p in self.params if p.name == name), None)
@@ -132,6 +133,7 @@ class ClassFacts:
     submodules: dict[str, list[Submodule]] = field(default_factory=dict)
     locals_: dict[str, list[Submodule]] = field(default_factory=dict)
     init_last_assign: dict[str, int] = field(default_factory=dict)
+    """attr -> last line of the top-level `__init__` statement that assigns `self.<attr>`."""
     init_line: int = 0
     is_protocol: bool = False
     misspelled_producer: list[Producer] = field(default_factory=list)

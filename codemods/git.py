@@ -201,12 +201,15 @@ def _remove_worktree(repo: git.Repo, path: Path) -> None:
 
 @contextmanager
 def worktree(repo: git.Repo, commit: str) -> Iterator[git.Repo]:
-    """A detached worktree at `commit` in a temp dir, removed on every exit (SIGTERM and Ctrl-C too)."""
+    """A detached worktree at `commit` in a temp dir, removed on every exit (SIGTERM and Ctrl-C too).
+
+    Hooks are off in it and LFS files stay pointers: nothing of the repo's own runs here."""
     path = Path(tempfile.mkdtemp(prefix="contractfix-sweep-")) / "tree"
     with _terminate_as_interrupt():
         try:
             repo.git(c=NO_HOOKS).worktree(
-                "add", "--detach", "--lock", "--reason", f"{LOCK_REASON}{os.getpid()}", str(path), commit
+                "add", "--detach", "--lock", "--reason", f"{LOCK_REASON}{os.getpid()}", str(path), commit,
+                env={"GIT_LFS_SKIP_SMUDGE": "1"},
             )
             tree_repo = git.Repo(path)
             tree_repo.git.set_persistent_git_options(c=NO_HOOKS)

@@ -67,7 +67,7 @@ def _fixes(fixed: list[Finding]) -> str:
 
 
 def _evidence(fixed: list[Finding]) -> str:
-    out = ["## Evidence", "", "Where each key is allocated, sent or read, as the analysis saw it on the base commit:"]
+    out = ["## Evidence", "", "The lines behind each finding on the base commit (where a key is allocated, sent or read):"]
     for f in _sorted(fixed):
         out += ["", f"- **{f.rule} `{f.cls}`** (`{f.path.as_posix()}:{f.line}`): {f.message}"]
         out += [f"  - `{e.path.as_posix()}:{e.line}` {e.role or 'line'}: `{_code(e.text)}`" for e in f.evidence]

@@ -199,18 +199,18 @@ class Resolver:
             if found is None:
                 return None
             return self.traffic(found[0], target[-1], trail)
-        if target[0] == "self" and len(target) == 2 and self._is_method(ref, target[1]):
+        if target[0] == "self" and len(target) == 2 and self.is_method(ref, target[1]):
             return self.traffic(ref, target[1], trail)
         method = "forward"
         chain = target
         if len(target) > 2 or target[0] != "self":
             objects = self.object_classes(ref, target[:-1])
-            if not isinstance(objects, str) and objects and self._is_method(objects[0], target[-1]):
+            if not isinstance(objects, str) and objects and self.is_method(objects[0], target[-1]):
                 chain, method = target[:-1], target[-1]
         objects = self.object_classes(ref, chain)
         if isinstance(objects, str) or not objects:
             return None
         return self.traffic(objects[0], method, trail)
 
-    def _is_method(self, ref: ClassRef, name: str) -> bool:
+    def is_method(self, ref: ClassRef, name: str) -> bool:
         return any(name in node.cls.method_names for node in self.index.mro(ref))

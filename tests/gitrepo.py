@@ -6,7 +6,6 @@ import os
 from pathlib import Path
 
 import git as gitpython
-import pytest
 
 from codemods.demo import copy_example
 from codemods.git import Identity, init_repo
@@ -17,31 +16,6 @@ TINY_LLAMA = "vllm/model_executor/models/tiny_llama.py"
 STEP_LITE = "vllm/model_executor/models/step_lite.py"
 GEMMA_LITE = "vllm/model_executor/models/gemma_lite.py"
 ENTRY_DEFAULT = "intermediate_tensors: IntermediateTensors | None = None,"
-
-
-@pytest.fixture
-def git_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """No user or system git configuration and no identity from the environment."""
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(home / ".gitconfig"))
-    for name in ("AUTHOR", "COMMITTER"):
-        for part in ("NAME", "EMAIL"):
-            monkeypatch.delenv(f"GIT_{name}_{part}", raising=False)
-
-
-@pytest.fixture
-def repo(tmp_path: Path, git_env: None) -> gitpython.Repo:
-    return example_repo(tmp_path / "repo")
-
-
-@pytest.fixture
-def remote(tmp_path: Path) -> Path:
-    """A real bare repository to push to."""
-    gitpython.Repo.init(tmp_path / "remote.git", bare=True)
-    return tmp_path / "remote.git"
 
 
 def example_repo(path: Path) -> gitpython.Repo:

@@ -24,7 +24,7 @@ from tests.gitrepo import (
     show,
 )
 
-pytest_plugins = ["tests.gitrepo"]
+pytest_plugins = ["tests.gitfixtures"]
 pytestmark = pytest.mark.usefixtures("git_env")
 
 

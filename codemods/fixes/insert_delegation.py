@@ -7,6 +7,18 @@ import libcst as cst
 from .base import EditTransformer
 
 
+MAX_LINE = 88
+
+
+def _delegation(attr: str, indent: int) -> str:
+    """The delegation line, wrapped in parentheses the way vLLM writes it when it is too long."""
+    target = f"self.{attr}.make_empty_intermediate_tensors"
+    line = f"self.make_empty_intermediate_tensors = {target}\n"
+    if indent + len(line) - 1 <= MAX_LINE:
+        return line
+    return f"self.make_empty_intermediate_tensors = (\n    {target}\n)\n"
+
+
 class InsertDelegation(EditTransformer):
     """Edit args: (class name, submodule attribute); `line` is the last line of the statement
     in `__init__` that assigns the submodule; the new line goes right after it."""
@@ -36,10 +48,7 @@ class InsertDelegation(EditTransformer):
                 position = self.get_metadata(cst.metadata.PositionProvider, stmt)
                 if position.end.line != edit.line:
                     continue
-                line = cst.parse_statement(
-                    f"self.make_empty_intermediate_tensors = self.{attr}.make_empty_intermediate_tensors\n"
-                )
-                body.insert(index + 1, line)
+                body.insert(index + 1, cst.parse_statement(_delegation(attr, position.start.column)))
                 self.touch(stmt, edit)
                 return updated.with_changes(body=updated.body.with_changes(body=body))
         return updated

@@ -38,6 +38,7 @@ RULE = Rule(
 def check(ctx: Context) -> list[Finding]:
     by_site: dict[tuple, list[tuple]] = {}
     findings: list[Finding] = []
+    reported: set[tuple] = set()  # (factory site, keys): one read-only / conditional finding each
     for ref in ctx.subjects:
         traffic = ctx.resolver.traffic(ref)
         if traffic.forward is None or traffic.forward[1].param("intermediate_tensors") is None:
@@ -51,12 +52,14 @@ def check(ctx: Context) -> list[Finding]:
             continue
         sent_anywhere = {u.use.key for u in traffic.sends.uses}
         read_only = tuple(k for k in read.always if k not in sent_anywhere)
-        if read_only:
-            findings.append(_read_only(ctx, ref, alloc, traffic, read_only))
         owner, producer = alloc.sites[0]
+        if read_only and (owner.key, producer, read_only) not in reported:
+            reported.add((owner.key, producer, read_only))
+            findings.append(_read_only(ctx, ref, alloc, traffic, read_only))
         by_site.setdefault((owner.key, producer), []).append((ref, alloc, traffic, sent.always))
         for verdict in (sent, read):
-            if verdict.sometimes:
+            if verdict.sometimes and (owner.key, producer, verdict.sometimes) not in reported:
+                reported.add((owner.key, producer, verdict.sometimes))
                 findings.append(_conditional(ctx, alloc, verdict, traffic))
     for users in by_site.values():
         needs = {keys for *_, keys in users}

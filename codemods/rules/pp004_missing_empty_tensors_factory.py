@@ -41,14 +41,19 @@ RULE = Rule(
 
 
 def check(ctx: Context) -> list[Finding]:
-    findings = []
-    for ref in ctx.entries:
-        if ref.cls.is_protocol or "SupportsPP" not in ctx.index.base_names(ref):
-            continue
-        if not ctx.resolver.allocation(ref).missing:
-            continue
-        findings.append(_finding(ctx, ref))
-    return findings
+    """One finding per class that lacks a producer, except subclasses of a class whose fix
+    (a delegation in its `__init__`) they inherit."""
+    missing = [
+        ref for ref in ctx.entries
+        if not ref.cls.is_protocol and "SupportsPP" in ctx.index.base_names(ref)
+        and ctx.resolver.allocation(ref).missing
+    ]
+    findings = {ref: _finding(ctx, ref) for ref in missing}
+    fixed_bases = {ref for ref, f in findings.items() if f.fix}
+    return [
+        f for ref, f in findings.items()
+        if not any(base in fixed_bases for base in ctx.index.mro(ref)[1:])
+    ]
 
 
 def _finding(ctx: Context, ref: ClassRef) -> Finding:

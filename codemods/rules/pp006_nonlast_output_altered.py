@@ -32,6 +32,13 @@ RULE = Rule(
 )
 
 
+def _inner_model(ctx: Context, owner, target: tuple[str, ...]) -> bool:
+    """A call of a submodule or of `super().forward`, not of a helper method of the class."""
+    if target[:1] == ("super",):
+        return target[-1] == "forward"
+    return not (len(target) == 2 and target[0] == "self" and ctx.resolver.is_method(owner, target[1]))
+
+
 def check(ctx: Context) -> list[Finding]:
     findings = []
     seen = set()
@@ -39,13 +46,13 @@ def check(ctx: Context) -> list[Finding]:
         if "SupportsPP" not in ctx.index.base_names(ref):
             continue
         found = ctx.index.find_method(ref, "forward")
-        if found is None or found[1].altered is None:
+        if found is None:
             continue
         owner, fn = found
-        if (owner.key, fn.line) in seen:
+        altered = next((a for a in fn.altered if _inner_model(ctx, owner, a.target)), None)
+        if altered is None or (owner.key, fn.line) in seen:
             continue
         seen.add((owner.key, fn.line))
-        altered = fn.altered
         path = owner.module.path
         fix = None
         if altered.var and ctx.editable(path):

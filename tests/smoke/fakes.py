@@ -41,10 +41,10 @@ def vllm_tree(root: Path) -> Path:
     return models
 
 
-FAKE_PYTHON = '''#!{python}
+FAKE_PYTHON = '''#!PYTHON
 """Plays a Python with vLLM for the launch tests: probe, or a plan run scripted by BEHAVIOUR."""
 import json, os, sys, time
-BEHAVIOUR = {behaviour}
+BEHAVIOUR = json.loads(BEHAVIOUR_JSON)
 mode = sys.argv[2]
 if mode == "probe":
     print(json.dumps(BEHAVIOUR["probe"]))
@@ -58,7 +58,7 @@ with open(plan["results"], "a") as out:
     if mode == "engine" and str(plan["pp"]) in BEHAVIOUR.get("tokens_by_pp", {}):
         target = plan["target"]
         out.write(json.dumps({"arch": target["arch"], "tier": "engine", "path": target["path"], "device": plan["device"],
-                              "check": "generate", "status": "pass", "pp": plan["pp"]}) + "\n")
+                              "check": "generate", "status": "pass", "pp": plan["pp"]}) + "\\n")
         json.dump({"tokens": BEHAVIOUR["tokens_by_pp"][str(plan["pp"])]}, open(plan["outputs"], "w"))
 print(BEHAVIOUR.get("stderr", ""), file=sys.stderr)
 if BEHAVIOUR.get("hang"):
@@ -69,8 +69,10 @@ sys.exit(BEHAVIOUR.get("exit", 0))
 
 def fake_python(folder: Path, behaviour: dict) -> Path:
     """An executable that answers the harness protocol as `behaviour` says (see FAKE_PYTHON)."""
+    folder.mkdir(parents=True, exist_ok=True)
     script = folder / "fake-python"
-    script.write_text(FAKE_PYTHON.format(python=sys.executable, behaviour=json.dumps(behaviour)))
+    text = FAKE_PYTHON.replace("PYTHON", sys.executable, 1).replace("BEHAVIOUR_JSON", repr(json.dumps(behaviour)))
+    script.write_text(text)
     script.chmod(0o755)
     return script
 

@@ -93,8 +93,10 @@ def test_one_process_runs_every_unit(tmp_path: Path, models: Path, monkeypatch: 
     records = run_contract(targets, _machine(fake_python(tmp_path, {})), pp_sizes=(2, 3))
     plan = json.loads(copy.read_text())
     assert plan["device"] == "cpu" and plan["pp_sizes"] == [2, 3]
-    assert [list(u["overrides"].values()) for u in plan["units"]] == [
-        [str((models / "step_lite.py").resolve())], [str((other / "step_lite.py").resolve())]]
+    first, second = (m.resolve() for m in (models, other))
+    assert [sorted(u["overrides"].values()) for u in plan["units"]] == [
+        [str(first / "step_lite.py"), str(first / "tiny_vision.py")], [str(second / "step_lite.py")]]
+    assert [[t["arch"] for t in u["targets"]] for u in plan["units"]] == [["StepLiteForCausalLM"]] * 2
     assert "multimodal" in next(r.reason for r in records if r.check == "select")
 
 
@@ -106,16 +108,13 @@ def test_arch_only_targets_read_the_installed_registry_through_the_probe(tmp_pat
 
 def test_engine_tier_compares_tokens_of_pp1_and_pp2(tmp_path: Path, models: Path) -> None:
     (target,) = select_targets([models / "step_lite.py"])
-    machine = _machine(fake_python(tmp_path / "same", {"tokens_by_pp": {"1": [5, 6], "2": [5, 6]}}) if
-                       (tmp_path / "same").mkdir() is None else None, cpu_kernels=True)
+    machine = _machine(fake_python(tmp_path / "same", {"tokens_by_pp": {"1": [5, 6], "2": [5, 6]}}), cpu_kernels=True)
     records = run_engine([target], machine)
     assert [(r.check, r.pp, r.status) for r in records] == [
         ("generate", 1, Status.PASS), ("generate", 2, Status.PASS), ("tokens-equal-pp1", 2, Status.PASS)]
-    (tmp_path / "differ").mkdir()
     machine = _machine(fake_python(tmp_path / "differ", {"tokens_by_pp": {"1": [5, 6], "2": [5, 7]}}), cpu_kernels=True)
     compare = run_engine([target], machine)[-1]
     assert compare.status is Status.FAIL and "PP=1 [5, 6], PP=2 [5, 7]" in compare.error
-    (tmp_path / "crash").mkdir()
     machine = _machine(fake_python(tmp_path / "crash", {"tokens_by_pp": {"1": [5, 6]}, "exit": 1}), cpu_kernels=True)
     generate2, compare = run_engine([target], machine)[1:]
     assert generate2.status is Status.FAIL and "exited with code 1" in generate2.reason

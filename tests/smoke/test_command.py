@@ -1,0 +1,100 @@
+"""`contractfix smoke` end to end through the CLI, without vLLM: exit codes, JSON, skip reasons."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from cli import app
+from codemods import engine
+from codemods.config import Options
+from codemods.demo import copy_example
+from codemods.smoke import api, venv
+from codemods.smoke.launch import NO_PYTHON
+
+MODELS = Path("vllm/model_executor/models")
+runner = CliRunner()
+
+
+@pytest.fixture
+def no_vllm(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This machine has no Python with vLLM, whatever the test runner's Python has."""
+    monkeypatch.setattr(api, "find_python", lambda explicit=None: (None, NO_PYTHON))
+
+
+@pytest.fixture
+def fixed_example(tmp_path: Path) -> Path:
+    root = copy_example(tmp_path / "tree")
+    step = root / MODELS / "step_lite.py"
+    engine.fix([step], Options())
+    return step
+
+
+def test_static_tier_passes_a_fixed_file_and_writes_json(fixed_example: Path, tmp_path: Path) -> None:
+    out = tmp_path / "smoke.json"
+    result = runner.invoke(app, ["smoke", "--tier", "static", "--allow-skip", "--json", str(out), str(fixed_example)])
+    assert result.exit_code == 0, result.output
+    data = json.loads(out.read_text())
+    assert data["ok"] is True and data["tiers"] == ["static"]
+    assert {(r["check"], r["status"]) for r in data["records"]} == {
+        ("compile", "pass"), ("contract-check", "pass"), ("diff-scope", "skip")}
+    assert "smoke OK" in result.output
+
+
+def test_skips_fail_the_run_unless_allowed(fixed_example: Path) -> None:
+    result = runner.invoke(app, ["smoke", "--tier", "static", str(fixed_example)])
+    assert result.exit_code == 1
+    assert "no base version: not tracked by git" in result.output
+    assert "skips need --allow-skip" in result.output
+
+
+def test_a_broken_file_exits_1(tmp_path: Path) -> None:
+    broken = copy_example(tmp_path / "tree") / MODELS / "step_lite.py"
+    result = runner.invoke(app, ["smoke", "--tier", "static", "--allow-skip", str(broken)])
+    assert result.exit_code == 1
+    assert "FAIL  static" in result.output and "PP001" in result.output
+
+
+def test_default_tier_without_vllm_is_static_and_says_why(fixed_example: Path, no_vllm: None) -> None:
+    result = runner.invoke(app, ["smoke", "--allow-skip", str(fixed_example)])
+    assert result.exit_code == 0, result.output
+    assert "tier contract not run: no Python with vLLM: run `contractfix smoke --setup`" in result.output
+    assert "tier engine not run" in result.output
+
+
+def test_contract_tier_without_vllm_is_a_setup_error(fixed_example: Path, no_vllm: None) -> None:
+    result = runner.invoke(app, ["smoke", "--tier", "contract", str(fixed_example)])
+    assert result.exit_code == 2
+    assert "contractfix smoke --setup" in result.output
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--tier", "static"], "name changed model files, or an architecture with --arch"),
+        (["--tier", "gpu", "x.py"], "unknown tier 'gpu'"),
+        (["--tier", "contract", "--python", "/nonexistent/python", "x.py"], "no such file"),
+    ],
+)
+def test_usage_and_setup_errors_exit_2(args: list[str], message: str) -> None:
+    result = runner.invoke(app, ["smoke", *args])
+    assert result.exit_code == 2
+    assert message in result.output
+
+
+def test_setup_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CONTRACTFIX_CACHE", str(tmp_path / "cache"))
+
+    def fake_build(env: venv.ManagedEnv, echo) -> dict[str, str]:
+        env.python.parent.mkdir(parents=True)
+        env.python.write_text("")
+        return {"vllm": "0.33.0"}
+
+    monkeypatch.setattr(venv, "_build", fake_build)
+    first = runner.invoke(app, ["smoke", "--setup"])
+    second = runner.invoke(app, ["smoke", "--setup"])
+    assert (first.exit_code, second.exit_code) == (0, 0)
+    assert "smoke environment created" in first.output and "smoke environment reused" in second.output

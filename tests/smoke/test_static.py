@@ -1,0 +1,77 @@
+"""The static tier on the bundled example tree (our own vLLM-style models) in a throwaway git repo."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import git
+import pytest
+
+from codemods import engine
+from codemods.config import Options
+from codemods.demo import copy_example
+from codemods.smoke.records import Status
+from codemods.smoke.tier_static import run_static, stray_lines
+
+MODELS = Path("vllm/model_executor/models")
+BOT = git.Actor("smoke test", "smoke@example.invalid")
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    """The example tree, committed: step_lite.py (PP001) and gemma_lite.py (PP002) are broken."""
+    root = copy_example(tmp_path / "repo")
+    repo = git.Repo.init(root)
+    repo.index.add([str(p.relative_to(root)) for p in root.rglob("*.py")])
+    repo.index.commit("example", author=BOT, committer=BOT)
+    return root
+
+
+def _checks(records, path: Path) -> dict[str, object]:
+    return {r.check: r for r in records if r.path == str(path.resolve())}
+
+
+def test_a_broken_file_fails_the_contract_check(tree: Path) -> None:
+    step = tree / MODELS / "step_lite.py"
+    checks = _checks(run_static([step]), step)
+    assert checks["compile"].status is Status.PASS
+    assert checks["contract-check"].status is Status.FAIL
+    assert "PP001" in checks["contract-check"].error and checks["contract-check"].keys == {"findings": ["residual"]}
+    assert checks["diff-scope"].status is Status.PASS and "unchanged" in checks["diff-scope"].reason
+
+
+def test_fixed_files_pass_and_their_diff_is_only_the_fix(tree: Path) -> None:
+    paths = [tree / MODELS / "step_lite.py", tree / MODELS / "gemma_lite.py"]
+    assert len(engine.fix(paths, Options()).changes) == 2
+    records = run_static(paths)
+    assert [(r.check, r.status) for r in records] == [
+        (check, Status.PASS) for _ in paths for check in ("compile", "contract-check", "diff-scope")]
+    assert all("every change since HEAD is a fix's" in r.reason for r in records if r.check == "diff-scope")
+
+
+def test_a_change_no_fix_makes_is_reported_with_its_lines(tree: Path) -> None:
+    step = tree / MODELS / "step_lite.py"
+    engine.fix([step], Options())
+    lines = step.read_text().splitlines(keepends=True)
+    lines[0] = "# an unrelated edit\n"
+    step.write_text("".join(lines))
+    checks = _checks(run_static([step]), step)
+    assert checks["contract-check"].status is Status.PASS
+    assert checks["diff-scope"].status is Status.FAIL
+    assert checks["diff-scope"].error == "lines changed since HEAD that no fix touches: 1"
+
+
+def test_syntax_errors_and_untracked_files(tree: Path) -> None:
+    new = tree / MODELS / "new_model.py"
+    new.write_text("class Broken(:\n")
+    checks = _checks(run_static([new]), new)
+    assert checks["compile"].status is Status.FAIL and "SyntaxError" in checks["compile"].error
+    assert checks["diff-scope"].status is Status.SKIP and "not tracked by git" in checks["diff-scope"].reason
+
+
+def test_stray_lines_compares_against_the_planned_fix() -> None:
+    before = b"a\nb\nc\nd\n"
+    planned = b"a\nB\nc\nd\n"
+    assert stray_lines(before, b"a\nB2\nc\nd\n", planned) == []
+    assert stray_lines(before, b"a\nB\nc\nD\n", planned) == [4]
+    assert stray_lines(before, b"x\nb\nc\nd\n", before) == [1]

@@ -1,0 +1,188 @@
+"""The pre-commit hooks: the manifest and the documented config validate, each hook's entry works on
+the files pre-commit passes (bases and registry still resolved from the whole repo), and
+`pre-commit try-repo` installs and runs them offline (pip pointed at the installed packages)."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from identify import identify
+
+from tests.conftest import ROOT
+
+MANIFEST = ROOT / ".pre-commit-hooks.yaml"
+HOOKS = {hook["id"]: hook for hook in yaml.safe_load(MANIFEST.read_text("utf-8"))}
+
+# The `.pre-commit-config.yaml` snippet the README documents (rev filled in by the user).
+CONFIG = """\
+repos:
+  - repo: https://github.com/OWNER/contractfix
+    rev: v0.1.0
+    hooks:
+      - id: contractfix
+        files: ^vllm/model_executor/models/
+      # or, to fix in place (safe fixes only):
+      # - id: contractfix-fix
+"""
+
+MODELS = "vllm/model_executor/models"
+TREE = {
+    "README.md": "not Python\n",
+    "vllm/__init__.py": "",
+    "vllm/sequence.py": "class IntermediateTensors(dict):\n    pass\n",
+    "vllm/model_executor/__init__.py": "",
+    f"{MODELS}/__init__.py": "",
+    f"{MODELS}/registry.py": '_TEXT_GENERATION_MODELS = {\n    "OwlModel": ("owl", "OwlModel"),\n}\n\n_VLLM_MODELS = {**_TEXT_GENERATION_MODELS}\n',
+    # Registered, and only the registry says so: its forward must default intermediate_tensors.
+    f"{MODELS}/owl.py": '''\
+from torch import nn
+
+from vllm.distributed import get_pp_group
+from vllm.model_executor.models.utils import make_empty_intermediate_tensors_factory
+from vllm.sequence import IntermediateTensors
+
+
+class OwlModel(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.make_empty_intermediate_tensors = make_empty_intermediate_tensors_factory(
+            ["hidden_states"], config.hidden_size
+        )
+
+    def forward(self, input_ids, positions, intermediate_tensors: IntermediateTensors | None):
+        if not get_pp_group().is_first_rank:
+            input_ids = intermediate_tensors["hidden_states"]
+        if not get_pp_group().is_last_rank:
+            return IntermediateTensors({"hidden_states": input_ids})
+        return input_ids
+''',
+    # The factory lives here; the subclass in another file sends one key more.
+    f"{MODELS}/trunk.py": '''\
+from torch import nn
+
+from vllm.distributed import get_pp_group
+from vllm.model_executor.models.utils import make_empty_intermediate_tensors_factory
+from vllm.sequence import IntermediateTensors
+
+
+class TrunkModel(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.make_empty_intermediate_tensors = make_empty_intermediate_tensors_factory(
+            ["hidden_states"], config.hidden_size
+        )
+
+    def forward(self, input_ids, positions, intermediate_tensors=None):
+        if not get_pp_group().is_last_rank:
+            return IntermediateTensors({"hidden_states": input_ids})
+        return input_ids
+''',
+    f"{MODELS}/branch.py": '''\
+from vllm.distributed import get_pp_group
+from vllm.model_executor.models.trunk import TrunkModel
+from vllm.sequence import IntermediateTensors
+
+
+class BranchModel(TrunkModel):
+    def forward(self, input_ids, positions, intermediate_tensors=None):
+        if not get_pp_group().is_first_rank:
+            positions = intermediate_tensors["residual"]
+        if not get_pp_group().is_last_rank:
+            return IntermediateTensors({"hidden_states": input_ids, "residual": positions})
+        return input_ids
+''',
+}
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CONTRACTFIX_CACHE_DIR", str(tmp_path_factory.mktemp("facts-cache")))
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    for name, text in TREE.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text, "utf-8")
+    git = ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "models"], check=True)
+    return root
+
+
+def hook(hook_id: str, repo: Path, files: list[str]) -> subprocess.CompletedProcess:
+    """Run a hook the way pre-commit does: its entry and args, then the staged files its `types`
+    and `files` select, as paths relative to the repository root, from the root."""
+    spec = HOOKS[hook_id]
+    chosen = [f for f in files if set(spec.get("types", [])) <= identify.tags_from_path(str(repo / f))]
+    command = [*shlex.split(spec["entry"]), *spec.get("args", []), *chosen]
+    return subprocess.run(command, cwd=repo, capture_output=True, text=True)
+
+
+def test_manifest_and_documented_config_validate(tmp_path: Path) -> None:
+    pre_commit = [sys.executable, "-m", "pre_commit"]
+    subprocess.run([*pre_commit, "validate-manifest", str(MANIFEST)], check=True)
+    (tmp_path / ".pre-commit-config.yaml").write_text(CONFIG, "utf-8")
+    subprocess.run([*pre_commit, "validate-config", str(tmp_path / ".pre-commit-config.yaml")], check=True)
+    documented = {h["id"] for r in yaml.safe_load(CONFIG)["repos"] for h in r["hooks"]}
+    assert documented <= set(HOOKS) == {"contractfix", "contractfix-fix"}
+    assert all(h["language"] == "python" and h["require_serial"] and h["types"] == ["python"] for h in HOOKS.values())
+
+
+def test_check_hook_resolves_bases_from_the_whole_repo(repo: Path) -> None:
+    result = hook("contractfix", repo, [f"{MODELS}/branch.py", "README.md"])
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert f"{MODELS}/trunk.py:" in result.stdout and '"residual"' in result.stdout
+    assert f"{MODELS}/branch.py:" in result.stdout
+    assert "1 file(s) scanned" in result.stdout
+
+
+def test_check_hook_finds_the_registry_from_the_whole_repo(repo: Path) -> None:
+    result = hook("contractfix", repo, [f"{MODELS}/owl.py"])
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "PP002" in result.stdout and "registered OwlModel" in result.stdout
+
+
+def test_check_hook_passes_clean_files(repo: Path) -> None:
+    result = hook("contractfix", repo, [f"{MODELS}/trunk.py", f"{MODELS}/registry.py", "vllm/sequence.py"])
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_fix_hook_fixes_only_the_files_passed(repo: Path) -> None:
+    before = {name: (repo / name).read_text("utf-8") for name in TREE}
+    result = hook("contractfix-fix", repo, [f"{MODELS}/owl.py"])
+    assert result.returncode == 0, result.stdout + result.stderr
+    changed = {name for name in TREE if (repo / name).read_text("utf-8") != before[name]}
+    assert changed == {f"{MODELS}/owl.py"}
+    assert "intermediate_tensors: IntermediateTensors | None = None" in (repo / MODELS / "owl.py").read_text("utf-8")
+    assert hook("contractfix", repo, [f"{MODELS}/owl.py"]).returncode == 0
+
+
+def test_try_repo_installs_and_runs_the_hooks_offline(repo: Path, tmp_path: Path) -> None:
+    env = {
+        **os.environ,
+        "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home"),
+        # The hook's virtualenv sees the packages installed here and pip never asks an index.
+        "VIRTUALENV_SYSTEM_SITE_PACKAGES": "1",
+        "PIP_NO_INDEX": "1",
+        "PIP_NO_BUILD_ISOLATION": "0",
+    }
+
+    def try_repo(hook_id: str, *files: str) -> subprocess.CompletedProcess:
+        command = [sys.executable, "-m", "pre_commit", "try-repo", str(ROOT), hook_id, "--files", *files]
+        return subprocess.run(command, cwd=repo, env=env, capture_output=True, text=True, timeout=300)
+
+    checked = try_repo("contractfix", f"{MODELS}/branch.py")
+    assert checked.returncode == 1, checked.stdout + checked.stderr
+    assert "Failed" in checked.stdout and f"{MODELS}/trunk.py:" in checked.stdout
+    fixed = try_repo("contractfix-fix", f"{MODELS}/owl.py")
+    assert "files were modified by this hook" in fixed.stdout, fixed.stdout + fixed.stderr
+    assert "= None" in (repo / MODELS / "owl.py").read_text("utf-8")
