@@ -14,7 +14,7 @@ from codemods import __version__, cliutil, demo as demo_mod, engine, git, progre
 from codemods.gh import GhError
 from codemods.smoke import SetupError, UsageError
 from codemods.rules import ALL
-from codemods.rules.docs import explain_text, rules_table
+from codemods.rules.docs import explain_text, markdown_section, rules_table
 
 app = typer.Typer(
     help="Find and fix pipeline-parallel contract violations in vLLM model files.",
@@ -193,9 +193,11 @@ def _user_errors():
 
 
 @app.command()
-def rules() -> None:
+def rules(
+    markdown: Annotated[bool, typer.Option("--markdown", help="Print the README's rule section.")] = False,
+) -> None:
     """List every rule: code, name, fix applicability, summary."""
-    typer.echo(rules_table(ALL.values()))
+    typer.echo(markdown_section(ALL.values()) if markdown else rules_table(ALL.values()))
 
 
 @app.command()

@@ -209,15 +209,19 @@ def evaluate(session: Session) -> tuple[list[Finding], list[Finding]]:
     for module in rules.MODULES:
         if session.options.wants(module.RULE.code):
             findings.extend(module.check(ctx))
-    findings = [f for f in findings if _concerns_targets(f, ctx.targets)]
+    names = {name for m in session.targets for name in m.classes}
+    findings = [f for f in findings if _concerns_targets(f, ctx.targets, names)]
     findings = apply_suppressions(findings, index, session.targets, session.options)
     notes = sorted((f for f in findings if f.note), key=lambda f: f.sort_key)
     real = sorted((f for f in findings if not f.note), key=lambda f: f.sort_key)
     return real, notes
 
 
-def _concerns_targets(finding: Finding, targets: set[str]) -> bool:
-    return str(finding.path) in targets or any(str(e.path) in targets for e in finding.evidence)
+def _concerns_targets(finding: Finding, targets: set[str], names: set[str]) -> bool:
+    """Whether a finding sits in, points into, or names a class of the checked files."""
+    if str(finding.path) in targets or any(str(e.path) in targets for e in finding.evidence):
+        return True
+    return finding.cls in names
 
 
 def _entries(session: Session, subjects: list[ClassRef]) -> tuple[list[ClassRef], bool]:

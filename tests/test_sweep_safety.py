@@ -93,7 +93,8 @@ RUNNER = textwrap.dedent(
     from codemods import engine, sweep
 
     def stalled(paths, options, write=True):
-        Path(sys.argv[2]).write_text(str(paths[0]))
+        Path(sys.argv[2] + ".tmp").write_text(str(paths[0]))
+        Path(sys.argv[2] + ".tmp").rename(sys.argv[2])
         time.sleep(60)
 
     engine.fix = stalled

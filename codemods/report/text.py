@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 
-from ..findings import FileChange, Finding, Report
+from ..findings import Applicability, FileChange, Finding, Report
 from . import relative
 
 
@@ -29,10 +29,12 @@ def render(report: Report, verbose: bool = False) -> str:
             lines.extend(finding_lines(note))
     for error in report.errors:
         lines.append(f"{relative(error.path)}: error: {error.message}")
-    fixable = sum(1 for f in report.findings if f.fix)
+    safe = sum(1 for f in report.findings if f.fix and f.fix.applicability is Applicability.SAFE)
+    unsafe = sum(1 for f in report.findings if f.fix and f.fix.applicability is Applicability.UNSAFE)
     lines.append(
         f"{len(report.findings)} finding(s) in {report.files_scanned} file(s) scanned, "
-        f"{fixable} fixable, {len(report.errors)} error(s)"
+        f"{safe} fixable" + (f" (+{unsafe} with --unsafe-fixes)" if unsafe else "")
+        + f", {len(report.errors)} error(s)"
         + (f", {len(report.notes)} left unverified (--verbose)" if report.notes and not verbose else "")
     )
     return "\n".join(lines)

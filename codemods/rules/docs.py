@@ -27,3 +27,16 @@ def markdown_table(rules: Iterable[Rule]) -> str:
     lines = ["| code | name | fix | what it catches |", "|---|---|---|---|"]
     lines += [f"| {r.code} | `{r.name}` | {r.fix_label} | {r.summary} |" for r in rules]
     return "\n".join(lines)
+
+
+def markdown_section(rules: Iterable[Rule]) -> str:
+    """The README's rule section: the table, then each rule's rationale and before/after."""
+    rules = list(rules)
+    parts = [markdown_table(rules), ""]
+    for r in rules:
+        parts += [
+            f"### {r.code} `{r.name}` (fix: {r.fix_label})", "", r.rationale, "",
+            "Before:", "```python", r.before.rstrip("\n"), "```",
+            "After:", "```python", r.after.rstrip("\n"), "```", "",
+        ]
+    return "\n".join(parts)

@@ -11,89 +11,29 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-from dataclasses import dataclass
 from pathlib import Path
 
-import git
 import pytest
 from typer.testing import CliRunner
 
 from cli import app
-from codemods.smoke.launch import find_python, probe
+from codemods.smoke.launch import probe
+
+from .vllm_copies import MODELS, MUTATIONS, Copy, commit, make_copy
 
 pytestmark = pytest.mark.vllm
 
 runner = CliRunner()
-BOT = git.Actor("smoke test", "smoke@example.invalid")
-MODELS = {"llama": "LlamaForCausalLM", "step3_text": "Step3TextForCausalLM"}
-FACTORY_KEYS = '["hidden_states", "residual"], config.hidden_size'
-ENTRY_PARAM = "intermediate_tensors: IntermediateTensors | None = None,"
-
-
-def no_residual(text: str, cls: str) -> str:
-    return _once(text, FACTORY_KEYS, '["hidden_states"], config.hidden_size')
-
-
-def extra_key(text: str, cls: str) -> str:
-    return _once(text, FACTORY_KEYS, '["hidden_states", "residual", "aux"], config.hidden_size')
-
-
-def no_default(text: str, cls: str) -> str:
-    """Drop `= None` from the entry class's forward only (inner forwards keep theirs)."""
-    start = text.index(f"\nclass {cls}(")
-    return text[:start] + _once(text[start:], ENTRY_PARAM, ENTRY_PARAM.replace(" = None", ""), first=True)
-
-
-def _once(text: str, old: str, new: str, first: bool = False) -> str:
-    count = text.count(old)
-    assert count == 1 or (first and count >= 1), f"expected {old!r} once in the vLLM file, found {count}"
-    return text.replace(old, new, 1)
-
-
-MUTATIONS = {"no-residual": no_residual, "no-default": no_default, "extra-key": extra_key}
 CASES = [(model, mutation) for model in MODELS for mutation in MUTATIONS]
 
 
-@dataclass
-class Copy:
-    model: str
-    mutation: str
-    path: Path
-    original: str
-
-    @property
-    def arch(self) -> str:
-        return MODELS[self.model]
-
-
 @pytest.fixture(scope="session")
-def vllm_python() -> Path:
-    python, why = find_python()
-    if python is None:
-        pytest.skip(f"needs the smoke environment: {why}")
-    return python
-
-
-@pytest.fixture(scope="session")
-def copies(vllm_python: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], Copy]:
+def copies(vllm_python: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
     """One broken copy per (model, mutation), each in its own committed vLLM-shaped tree."""
     installed = probe(vllm_python).vllm_dir
     made = {}
     for model, mutation in CASES:
-        root = tmp_path_factory.mktemp(f"{model}-{mutation}")
-        models = root / "vllm" / "model_executor" / "models"
-        shutil.copytree(installed / "model_executor" / "models", models,
-                        ignore=shutil.ignore_patterns("__pycache__", "*.so"))
-        for package in ("vllm", "vllm/model_executor"):
-            shutil.copyfile(installed.parent / package / "__init__.py", root / package / "__init__.py")
-        path = models / f"{model}.py"
-        original = path.read_text()
-        path.write_text(MUTATIONS[mutation](original, MODELS[model]))
-        repo = git.Repo.init(root)
-        repo.index.add([str(path.relative_to(root))])
-        repo.index.commit(f"broken {model}: {mutation}", author=BOT, committer=BOT)
-        made[(model, mutation)] = Copy(model, mutation, path, original)
+        made[(model, mutation)] = make_copy(installed, tmp_path_factory.mktemp(f"{model}-{mutation}"), model, mutation)
     return made
 
 
@@ -109,12 +49,24 @@ def broken(copies, tmp_path_factory) -> tuple[int, dict]:
     return _smoke([c.path for c in copies.values()], out)
 
 
+NOT_FIXED_BY_CONTRACTFIX = {("llama", "extra-key")}
+"""Copies `contractfix fix` leaves alone; a human's fix is committed instead (so the static tier's
+diff is empty). PP003 removes an extra factory key only when the keys sent are known exactly, and
+LlamaModel's are not (its EAGLE aux states): the contract tier catches what the static check cannot."""
+
+
 @pytest.fixture(scope="session")
 def fixed(copies, broken, tmp_path_factory) -> tuple[int, dict]:
     """`contractfix fix` on every broken copy (after the broken run), then one smoke of them all."""
-    for copy in copies.values():
+    for key, copy in copies.items():
+        broken_text = copy.path.read_text()
         result = runner.invoke(app, ["fix", str(copy.path)])
-        assert result.exit_code == 0, result.output
+        if key in NOT_FIXED_BY_CONTRACTFIX:
+            assert copy.path.read_text() == broken_text, f"contractfix fix now fixes {key}: drop it from the list"
+            copy.path.write_text(copy.original)
+            commit(copy.path, "fixed by hand")
+        else:
+            assert result.exit_code == 0, result.output
     out = tmp_path_factory.mktemp("reports") / "fixed.json"
     return _smoke([c.path for c in copies.values()], out, "--allow-skip")
 
@@ -141,7 +93,7 @@ def test_the_right_check_fails_with_the_right_error(model, mutation, copies, bro
     status = {key: r["status"] for key, r in records.items()}
     assert status[("contract", "build", 1)] == "pass"
     assert str(copy.path) in records[("contract", "build", 1)]["reason"], "the changed file is the one that ran"
-    assert status[("static", "contract-check", None)] == "fail"
+    assert status[("static", "compile", None)] == "pass"
     for pp in (2, 3):
         factory, chain = records[("contract", "factory-keys", pp)], records[("contract", "chain-equals-pp1", pp)]
         if mutation == "no-residual":
@@ -173,7 +125,7 @@ def test_fixed_copies_pass(fixed) -> None:
 @pytest.mark.parametrize(("model", "mutation"), CASES)
 def test_each_fixed_copy_passes_every_check_at_pp_2_and_3(model, mutation, copies, fixed) -> None:
     copy = copies[(model, mutation)]
-    assert copy.path.read_text() == copy.original, "contractfix fix restored vLLM's own text"
+    assert copy.path.read_text() == copy.original, "the fix restored vLLM's own text"
     records = _records(fixed[1], copy)
     expected = {("static", c, None) for c in ("compile", "contract-check", "diff-scope")} | {
         ("contract", c, 1) for c in ("build", "entry-without-intermediate-tensors")} | {
@@ -181,6 +133,9 @@ def test_each_fixed_copy_passes_every_check_at_pp_2_and_3(model, mutation, copie
     assert set(records) == expected
     assert {key: r["status"] for key, r in records.items()} == {key: "pass" for key in expected}
     assert records[("contract", "keys-read", 3)]["keys"]["received"] == ["hidden_states", "residual"]
+    scope = records[("static", "diff-scope", None)]["reason"]
+    assert scope == ("unchanged since HEAD" if (model, mutation) in NOT_FIXED_BY_CONTRACTFIX
+                     else "every change since HEAD is a fix's")
     assert re.search(r"max \|PP chain - PP=1\| = 0\.00e\+00", records[("contract", "chain-equals-pp1", 3)]["reason"])
 
 

@@ -1,0 +1,74 @@
+"""Copies of the installed vLLM's model files, made at test time (no vLLM code is stored here),
+in temp trees shaped like a vLLM checkout, with seeded PP bugs, committed to a throwaway git repo."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import git
+
+BOT = git.Actor("smoke test", "smoke@example.invalid")
+MODELS = {"llama": "LlamaForCausalLM", "step3_text": "Step3TextForCausalLM"}
+FACTORY_KEYS = '["hidden_states", "residual"], config.hidden_size'
+ENTRY_PARAM = "intermediate_tensors: IntermediateTensors | None = None,"
+
+
+def no_residual(text: str, cls: str) -> str:
+    return _once(text, FACTORY_KEYS, '["hidden_states"], config.hidden_size')
+
+
+def extra_key(text: str, cls: str) -> str:
+    return _once(text, FACTORY_KEYS, '["hidden_states", "residual", "aux"], config.hidden_size')
+
+
+def no_default(text: str, cls: str) -> str:
+    """Drop `= None` from the entry class's forward only (inner forwards keep theirs)."""
+    start = text.index(f"\nclass {cls}(")
+    return text[:start] + _once(text[start:], ENTRY_PARAM, ENTRY_PARAM.replace(" = None", ""), first=True)
+
+
+def unchanged(text: str, cls: str) -> str:
+    return text
+
+
+def _once(text: str, old: str, new: str, first: bool = False) -> str:
+    count = text.count(old)
+    assert count == 1 or (first and count >= 1), f"expected {old!r} once in the vLLM file, found {count}"
+    return text.replace(old, new, 1)
+
+
+MUTATIONS = {"no-residual": no_residual, "no-default": no_default, "extra-key": extra_key}
+
+
+@dataclass
+class Copy:
+    model: str
+    mutation: str
+    path: Path
+    original: str
+
+    @property
+    def arch(self) -> str:
+        return MODELS[self.model]
+
+
+def make_copy(installed: Path, root: Path, model: str, mutation: str) -> Copy:
+    """`root`/vllm/model_executor/models/ from the installed vLLM at `installed`, with `model`'s
+    file mutated, committed."""
+    models = root / "vllm" / "model_executor" / "models"
+    shutil.copytree(installed / "model_executor" / "models", models, ignore=shutil.ignore_patterns("__pycache__", "*.so"))
+    for package in ("vllm", "vllm/model_executor"):
+        shutil.copyfile(installed.parent / package / "__init__.py", root / package / "__init__.py")
+    path = models / f"{model}.py"
+    original = path.read_text()
+    path.write_text({**MUTATIONS, "unchanged": unchanged}[mutation](original, MODELS[model]))
+    commit(path, f"{model}: {mutation}")
+    return Copy(model, mutation, path, original)
+
+
+def commit(path: Path, message: str) -> None:
+    repo = git.Repo.init(path.parents[3]) if not (path.parents[3] / ".git").exists() else git.Repo(path.parents[3])
+    repo.index.add([str(path)])
+    repo.index.commit(message, author=BOT, committer=BOT)
