@@ -172,11 +172,16 @@ class _ClassAnalyzer:
         self.facts.is_protocol = any(b.split(".")[-1] == "Protocol" for b in self.facts.bases)
 
     def run(self) -> ClassFacts:
+        defs = {}
         for item in self.node.body:
             if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                defs[item.name] = item
                 self._method(item)
             elif isinstance(item, ast.Assign):
                 self._class_attribute(item)
+        for producer in self.facts.producers:
+            if producer.kind == "method" and producer.method in defs and producer.method != ATTR:
+                self.facts.methods[producer.method] = _FunctionAnalyzer(defs[producer.method], producer=True).run()
         return self.facts
 
     def mentions(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:

@@ -8,7 +8,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import rules
+from . import progress, rules
 from .analyze import analyze_source
 from .cache import FactsCache, default_folder
 from .config import Options
@@ -53,7 +53,7 @@ def fix(paths: list[Path], options: Options, write: bool = True) -> Report:
     allowed = {Applicability.SAFE} | ({Applicability.UNSAFE} if options.unsafe_fixes else set())
     fixable = [f for f in report.findings if f.fix and f.fix.applicability in allowed]
     rewrites = {}
-    for path, edits in edits_of(fixable).items():
+    for path, edits in progress.track(edits_of(fixable).items(), "files fixed"):
         try:
             result = rewrite(session.sources[str(path)], edits)
             verify_syntax(result, path)
@@ -177,11 +177,13 @@ def _analyze_all(sources: list[tuple[Path, bytes]], index: Index, jobs: int) -> 
             misses.append((len(results) - 1, key, (str(path), data, name)))
     workers = jobs or min(os.cpu_count() or 1, 8)
     items = [m[2] for m in misses]
+    hits = len(sources) - len(items)
     if workers <= 1 or len(items) < PARALLEL_THRESHOLD:
-        parsed = [_job(i) for i in items]
+        parsed = list(progress.track(map(_job, items), "files analyzed", len(sources), hits))
     else:
         with ProcessPoolExecutor(workers) as pool:
-            parsed = list(pool.map(_job, items, chunksize=max(1, len(items) // (workers * 4))))
+            chunks = pool.map(_job, items, chunksize=max(1, len(items) // (workers * 4)))
+            parsed = list(progress.track(chunks, "files analyzed", len(sources), hits))
     for (position, key, _), result in zip(misses, parsed):
         results[position] = result
         if not isinstance(result, str):

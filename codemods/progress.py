@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from typing import TypeVar
+
+T = TypeVar("T")
 
 _display = None
 
@@ -62,3 +65,15 @@ def task(description: str, total: int | None = None) -> Iterator[Callable[[int],
         yield advance
     finally:
         display.remove_task(task_id)
+
+
+def track(items: Iterable[T], description: str, total: int | None = None, done: int = 0) -> Iterator[T]:
+    """Yield `items`, advancing a task by one per item; `done` of `total` are counted from the start.
+    `total` defaults to `len(items)` when it has one."""
+    if total is None and hasattr(items, "__len__"):
+        total = len(items)
+    with task(description, total) as advance:
+        advance(done)
+        for item in items:
+            yield item
+            advance()

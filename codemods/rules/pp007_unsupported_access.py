@@ -24,9 +24,12 @@ RULE = Rule(
 
 
 def check(ctx: Context) -> list[Finding]:
+    """Accesses in model classes (those with a forward); runner code is not this rule's."""
     findings = []
     seen = set()
     for ref in ctx.subjects:
+        if not ctx.resolver.is_method(ref, "forward"):
+            continue
         for fn in ref.cls.methods.values():
             for access in fn.accesses:
                 where = (ref.module.path, access.line, access.column)

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from codemods.smoke.launch import find_python
+from codemods.smoke.launch import find_python, probe
+from codemods.smoke.tiers import Machine
 
 
 @pytest.fixture(scope="session")
@@ -16,3 +17,9 @@ def vllm_python() -> Path:
     if python is None:
         pytest.skip(f"needs the smoke environment: {why}")
     return python
+
+
+@pytest.fixture(scope="session")
+def vllm_machine(vllm_python: Path) -> Machine:
+    """What `vllm_python` offers (versions, GPUs), probed once per session."""
+    return probe(vllm_python)

@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 
 from codemods.smoke import Status, run_smoke
-from codemods.smoke.launch import probe
 from codemods.smoke.tiers import Machine
 
 from .vllm_copies import make_copy
@@ -16,11 +15,10 @@ pytestmark = [pytest.mark.vllm, pytest.mark.gpu]
 
 
 @pytest.fixture(scope="module")
-def gpus(vllm_python: Path) -> Machine:
-    machine = probe(vllm_python)
-    if machine.engine_device != "cuda":
-        pytest.skip(f"needs >= 2 CUDA GPUs; {vllm_python} sees {machine.cuda_devices}")
-    return machine
+def gpus(vllm_machine: Machine) -> Machine:
+    if vllm_machine.engine_device != "cuda":
+        pytest.skip(f"needs >= 2 CUDA GPUs; {vllm_machine.python} sees {vllm_machine.cuda_devices}")
+    return vllm_machine
 
 
 def _by_check(report, arch: str) -> dict:

@@ -11,14 +11,11 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from cli import app
-from codemods.smoke.launch import probe
-
 from .vllm_copies import MODELS, MUTATIONS, Copy, commit, make_copy
 
 pytestmark = pytest.mark.vllm
@@ -28,9 +25,9 @@ CASES = [(model, mutation) for model in MODELS for mutation in MUTATIONS]
 
 
 @pytest.fixture(scope="session")
-def copies(vllm_python: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
+def copies(vllm_machine, tmp_path_factory: pytest.TempPathFactory) -> dict:
     """One broken copy per (model, mutation), each in its own committed vLLM-shaped tree."""
-    installed = probe(vllm_python).vllm_dir
+    installed = vllm_machine.vllm_dir
     made = {}
     for model, mutation in CASES:
         made[(model, mutation)] = make_copy(installed, tmp_path_factory.mktemp(f"{model}-{mutation}"), model, mutation)

@@ -1,0 +1,54 @@
+"""Progress bars: drawn on stderr only when it is a terminal, never in pipes or logs."""
+
+from __future__ import annotations
+
+import io
+import sys
+from pathlib import Path
+
+import pytest
+
+from codemods import engine, progress
+from codemods.config import Options
+from codemods.demo import copy_example
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.fixture
+def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("CONTRACTFIX_CACHE_DIR", str(tmp_path / "facts-cache"))
+    return copy_example(tmp_path / "repo")
+
+
+def test_a_terminal_shows_files_analyzed_and_fixed(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    screen = Terminal()
+    monkeypatch.setattr(sys, "stderr", screen)
+    monkeypatch.setenv("TERM", "xterm")
+    with progress.shown():
+        report = engine.fix([tree], Options(jobs=1), write=False)
+    assert report.changes
+    assert "files analyzed" in screen.getvalue() and "files fixed" in screen.getvalue()
+
+
+@pytest.mark.parametrize("term", ["dumb", "pipe"])
+def test_nothing_is_drawn_outside_a_terminal(tree: Path, monkeypatch: pytest.MonkeyPatch, term: str) -> None:
+    screen = Terminal() if term == "dumb" else io.StringIO()
+    monkeypatch.setattr(sys, "stderr", screen)
+    monkeypatch.setenv("TERM", term)
+    with progress.shown():
+        assert engine.check([tree], Options(jobs=1)).findings
+    assert screen.getvalue() == ""
+
+
+def test_track_yields_every_item_with_or_without_a_display(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert list(progress.track(iter(range(5)), "items", 7, done=2)) == [0, 1, 2, 3, 4]
+    monkeypatch.setattr(sys, "stderr", Terminal())
+    monkeypatch.setenv("TERM", "xterm")
+    with progress.shown():
+        assert list(progress.track([1, 2, 3], "items")) == [1, 2, 3]
+        with progress.task("a stage") as advance:
+            advance()
