@@ -57,9 +57,10 @@ Statistics = Annotated[bool, typer.Option("--statistics", help="Also show how ma
 Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Also show what could not be verified.")]
 Unsafe = Annotated[Optional[bool], typer.Option("--unsafe-fixes/--no-unsafe-fixes", help="Also apply unsafe fixes.")]
 Jobs = Annotated[int, typer.Option("--jobs", "-j", help="Worker processes (0: one per core).")]
+Cache = Annotated[bool, typer.Option("--cache/--no-cache", help="Reuse per-file facts cached by content hash.")]
 
 
-def _options(paths, select, ignore, exclude, scope, registry, unsafe=None, verbose=False, jobs=0):
+def _options(paths, select, ignore, exclude, scope, registry, unsafe=None, verbose=False, jobs=0, cache=True):
     try:
         return cliutil.options(
             paths,
@@ -71,6 +72,7 @@ def _options(paths, select, ignore, exclude, scope, registry, unsafe=None, verbo
             unsafe_fixes=unsafe,
             verbose=verbose,
             jobs=jobs,
+            cache=cache,
         )
     except ValueError as error:
         typer.echo(f"error: {error}", err=True)
@@ -89,12 +91,13 @@ def check(
     statistics: Statistics = False,
     verbose: Verbose = False,
     jobs: Jobs = 0,
+    cache: Cache = True,
     changed: Annotated[bool, typer.Option("--changed", help="Only the Python files changed against --base (committed, uncommitted or untracked).")] = False,
     base: Annotated[Optional[str], typer.Option("--base", help="With --changed: the ref to compare with (default: the merge base with the default branch).")] = None,
 ) -> None:
     """Report contract violations. Exit 0: none, 1: findings, 2: errors."""
     paths = paths or [Path(".")]
-    options = _options(paths, select, ignore, exclude, pp002_scope, registry, verbose=verbose, jobs=jobs)
+    options = _options(paths, select, ignore, exclude, pp002_scope, registry, verbose=verbose, jobs=jobs, cache=cache)
     targets = paths
     if changed or base:
         with _user_errors():
@@ -122,10 +125,11 @@ def fix(
     statistics: Statistics = False,
     verbose: Verbose = False,
     jobs: Jobs = 0,
+    cache: Cache = True,
 ) -> None:
     """Apply fixes in place (safe ones; unsafe too with --unsafe-fixes). Exit 0: nothing left, 1: findings left, 2: errors."""
     paths = paths or [Path(".")]
-    options = _options(paths, select, ignore, exclude, pp002_scope, registry, unsafe_fixes, verbose, jobs)
+    options = _options(paths, select, ignore, exclude, pp002_scope, registry, unsafe_fixes, verbose, jobs, cache)
     with progress.shown():
         report = engine.fix(paths, options, write=not diff)
     if diff and format is Output.text:

@@ -50,7 +50,7 @@ class FactsCache:
         try:
             with open(self.folder / key[:2] / key, "rb") as handle:
                 return pickle.load(handle)
-        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
+        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError, TypeError):
             return None
 
     def put(self, key: str, value: facts.ModuleFacts) -> None:

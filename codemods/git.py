@@ -19,6 +19,7 @@ from pathlib import Path
 import git
 
 LOCK_REASON = "contractfix sweep pid "
+TEMP_PREFIX = "contractfix-sweep-"
 NO_HOOKS = "core.hooksPath=" + os.devnull
 
 
@@ -193,9 +194,10 @@ def _alive(pid: str) -> bool:
 
 
 def _remove_worktree(repo: git.Repo, path: Path) -> None:
+    """Unregister and delete a sweep's worktree, and the temp dir made for it."""
     repo.git.worktree("unlock", str(path), with_exceptions=False)
     repo.git.worktree("remove", "--force", str(path), with_exceptions=False)
-    shutil.rmtree(path, ignore_errors=True)
+    shutil.rmtree(path.parent if path.parent.name.startswith(TEMP_PREFIX) else path, ignore_errors=True)
     repo.git.worktree("prune")
 
 
@@ -204,7 +206,7 @@ def worktree(repo: git.Repo, commit: str) -> Iterator[git.Repo]:
     """A detached worktree at `commit` in a temp dir, removed on every exit (SIGTERM and Ctrl-C too).
 
     Hooks are off in it and LFS files stay pointers: nothing of the repo's own runs here."""
-    path = Path(tempfile.mkdtemp(prefix="contractfix-sweep-")) / "tree"
+    path = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX)) / "tree"
     with _terminate_as_interrupt():
         try:
             repo.git(c=NO_HOOKS).worktree(
@@ -216,7 +218,6 @@ def worktree(repo: git.Repo, commit: str) -> Iterator[git.Repo]:
             yield tree_repo
         finally:
             _remove_worktree(repo, path)
-            shutil.rmtree(path.parent, ignore_errors=True)
 
 
 @contextmanager

@@ -77,10 +77,12 @@ def _evidence(fixed: list[Finding]) -> str:
 def _left(left: list[Finding]) -> str:
     if not left:
         return "## Left for review\n\nNothing: every finding on the base commit is fixed here."
-    out = ["## Left for review", "", "Found but not fixed automatically; a maintainer should look at these:", ""]
-    for f in _sorted(left):
-        why = _why_left(f)
-        out.append(f"- `{f.path.as_posix()}:{f.line}` {f.rule} `{f.cls}`: {f.message} ({why})")
+    out = ["## Left for review", "", "Found on the base commit but not fixed here; a maintainer should look at these."]
+    for code in sorted({f.rule for f in left}):
+        rule = ALL[code]
+        out += ["", f"**{rule.code} `{rule.name}`**: {rule.summary}", ""]
+        mine = [f for f in _sorted(left) if f.rule == code]
+        out += [f"- `{f.path.as_posix()}:{f.line}` `{f.cls}`: {f.message} ({_why_left(f)})" for f in mine]
     return "\n".join(out)
 
 
@@ -88,7 +90,7 @@ def _why_left(f: Finding) -> str:
     if f.fix is None:
         return "no automatic fix"
     if f.fix.applicability is Applicability.UNSAFE:
-        return f"unsafe fix available with `--unsafe-fixes`: {f.fix.description}"
+        return f"unsafe fix, applied only with `--unsafe-fixes`: {f.fix.description}"
     return "the fix did not verify"
 
 

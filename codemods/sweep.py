@@ -15,7 +15,6 @@ import git as gitpython
 from . import commit_message, config, engine, gh, git, prbody
 from .findings import FileError, Finding, Report
 from .report import json as json_report
-from .rules import ALL
 from .smoke import SmokeReport, Tier, run_smoke
 
 DEFAULT_BRANCH = "contractfix/pp-contracts"
@@ -44,7 +43,8 @@ class SweepRequest:
 @dataclass
 class SweepResult:
     """What a sweep did. Paths are relative to the repo root; `status` is one of
-    "nothing to do", "created", "updated", "unchanged"."""
+    "nothing to do", "created", "updated", "unchanged". `pushed`: the remote's branch is at
+    `commit` (`push_updated`: this run moved it there)."""
 
     branch: str
     base: str
@@ -56,6 +56,7 @@ class SweepResult:
     unfixed: list[Finding] = field(default_factory=list)
     errors: list[FileError] = field(default_factory=list)
     pushed: bool = False
+    push_updated: bool = False
     pr_body: Path | None = None
     pr_text: str = ""
     pr: str = ""
@@ -80,6 +81,7 @@ class SweepResult:
             "unfixed": [json_report.finding(f) for f in self.unfixed],
             "errors": [{"path": e.path.as_posix(), "message": e.message} for e in self.errors],
             "pushed": self.pushed,
+            "push_updated": self.push_updated,
             "pr_body": str(self.pr_body) if self.pr_body else None,
             "pr": self.pr or None,
             "smoke": self.smoke.to_json() if self.smoke else None,
@@ -98,7 +100,7 @@ class SweepResult:
             lines.append(self.smoke.summary())
         lines.append(f"{len(self.fixed)} fixed, {len(self.unfixed)} left for review, {len(self.errors)} error(s)")
         if self.pushed:
-            lines.append(f"pushed {self.branch}")
+            lines.append(f"pushed {self.branch}" if self.push_updated else f"{self.branch} already up to date on the remote")
         if self.pr_body:
             lines.append(f"PR body written to {self.pr_body}")
         if self.pr:
@@ -159,7 +161,8 @@ def sweep(request: SweepRequest) -> SweepResult:
             result.notes.append("the smoke run failed: not pushed, no PR opened")
             return result
         if request.push:
-            if remote != result.commit:
+            result.push_updated = remote != result.commit
+            if result.push_updated:
                 git.push(tree, request.push, request.branch, remote)
             result.pushed = True
     if request.open_pr:
@@ -216,20 +219,22 @@ def _remote_tip(tree: gitpython.Repo, base: str, request: SweepRequest) -> str |
 
 
 def _build(tree: gitpython.Repo, top: Path, base: str, options: config.Options, per: str, who: git.Identity) -> _Built:
-    """Fix the worktree and commit: once for the run, or once per rule (in code order)."""
+    """Fix the worktree and commit: once for the run, or once per rule (in code order) after a dry
+    run that says which rules have fixes and what is left."""
     built = _Built()
     if per == "run":
         built.report = engine.fix([top], options)
         built.unfixed = built.report.remaining
         _commit(tree, built, built.report, base, who)
         return built
-    for code in (c for c, rule in ALL.items() if rule.fix and options.wants(c)):
+    planned = engine.fix([top], options, write=False)
+    built.unfixed = planned.remaining
+    built.report.errors = planned.errors
+    for code in sorted({f.rule for f in planned.fixed}):
         report = engine.fix([top], replace(options, select=(code,)))
         built.report.fixed += report.fixed
         built.report.changes += report.changes
-        built.report.errors += report.errors
         _commit(tree, built, report, built.commits[-1] if built.commits else base, who)
-    built.unfixed = engine.check([top], options).findings
     return built
 
 

@@ -32,3 +32,15 @@ def in_dir(tmp_path: Path):
         yield tmp_path
     finally:
         os.chdir(old)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_facts_cache(tmp_path_factory: pytest.TempPathFactory):
+    """Tests never share the user's facts cache."""
+    old = os.environ.get("CONTRACTFIX_CACHE_DIR")
+    os.environ["CONTRACTFIX_CACHE_DIR"] = str(tmp_path_factory.mktemp("facts-cache"))
+    yield
+    if old is None:
+        os.environ.pop("CONTRACTFIX_CACHE_DIR", None)
+    else:
+        os.environ["CONTRACTFIX_CACHE_DIR"] = old

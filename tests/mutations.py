@@ -30,6 +30,10 @@ class Mutant:
 
 
 def mutants(kind: str, source: bytes, registered: set[str]) -> list[Mutant]:
+    """Every mutant of `kind` for one file; `registered` names its registered classes."""
+    needs_registered = kind in ("drop_none_default", "delete_delegation")
+    if FACTORY.encode() not in source and not needs_registered or needs_registered and not registered:
+        return []
     return KINDS[kind](source, registered)
 
 

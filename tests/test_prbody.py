@@ -56,7 +56,8 @@ def test_only_the_fixed_rules_are_explained(findings):
     assert body.startswith("This PR fixes 1 pipeline-parallel contract violation in 1 file,")
     assert "PP002" not in section(body, "What was wrong")
     left = section(body, "Left for review")
-    assert "`vllm/model_executor/models/gemma_lite.py:24` PP002 `GemmaLiteModel`" in left
+    assert f"**PP002 `{ALL['PP002'].name}`**: {ALL['PP002'].summary}" in left
+    assert "- `vllm/model_executor/models/gemma_lite.py:24` `GemmaLiteModel`: `intermediate_tensors` has no" in left
     assert "the fix did not verify" in left
 
 
@@ -64,7 +65,7 @@ def test_why_a_finding_is_left(findings):
     unsafe = replace(findings["PP002"], fix=Fix(Applicability.UNSAFE, "add a | default", ()))
     manual = replace(findings["PP001"], fix=None)
     left = section(prbody.render([findings["PP001"]], [unsafe, manual], BASE, []), "Left for review")
-    assert "unsafe fix available with `--unsafe-fixes`: add a | default" in left
+    assert "unsafe fix, applied only with `--unsafe-fixes`: add a | default" in left
     assert "no automatic fix" in left
 
 

@@ -177,9 +177,9 @@ def test_author_option_and_missing_identity(repo):
 def test_push_then_repush_uses_the_lease(repo, remote):
     first = run(repo, push=str(remote))
     bare = gitpython.Repo(remote)
-    assert first.pushed and bare.heads[DEFAULT_BRANCH].commit.hexsha == first.commit
+    assert first.pushed and first.push_updated and bare.heads[DEFAULT_BRANCH].commit.hexsha == first.commit
     again = run(repo, push=str(remote))
-    assert (again.status, again.pushed) == ("unchanged", True)
+    assert (again.status, again.pushed, again.push_updated) == ("unchanged", True, False)
     add_violation(repo)
     third = run(repo, push=str(remote))
     assert third.status == "updated"
@@ -195,7 +195,7 @@ def test_fresh_clone_reuses_the_remote_branch(repo, remote, tmp_path):
     with clone.config_writer() as config:
         config.set_value("user", "name", "Bot").set_value("user", "email", "bot@example.invalid")
     result = sweep(SweepRequest(repo=Path(clone.working_tree_dir), push="origin"))
-    assert (result.status, result.commit, result.pushed) == ("unchanged", first.commit, True)
+    assert (result.status, result.commit, result.pushed, result.push_updated) == ("unchanged", first.commit, True, False)
     assert clone.heads[DEFAULT_BRANCH].commit.hexsha == first.commit
 
 

@@ -132,3 +132,14 @@ def test_open_pr_without_gh_prints_the_command(repo, remote, path_without_gh):
     assert f"--body-file {body}" in result.output and body.is_file()
     assert gitpython.Repo(remote).heads[DEFAULT_BRANCH].commit == repo.heads[DEFAULT_BRANCH].commit
     assert os.environ["PATH"] == str(path_without_gh)
+
+
+def test_demo_runs_the_whole_job_in_a_temp_repo():
+    result = CliRunner().invoke(app, ["demo"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    out = result.output
+    sections = [line for line in out.splitlines() if line.startswith("== ")]
+    assert [s.split()[1] for s in sections] == ["contractfix", "git", "git", "git", "PR"]
+    assert f"branch {DEFAULT_BRANCH} created at" in out and "2 fixed, 0 left for review" in out
+    assert '+            ["hidden_states", "residual"], config.hidden_size' in out
+    assert "Generated-by: contractfix" in out and "## What was wrong" in out

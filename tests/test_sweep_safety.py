@@ -138,7 +138,7 @@ def test_stale_worktree_of_a_killed_run_is_cleaned_up(repo, tmp_path):
     assert tree.is_dir() and worktree_count(repo) == 2
     result = sweep(SweepRequest(repo=Path(repo.working_tree_dir)))
     assert any(str(tree) in note for note in result.notes)
-    assert not tree.exists() and worktree_count(repo) == 1
+    assert not tree.parent.exists() and worktree_count(repo) == 1
     assert result.status == "created"
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from .add_factory_keys import string_values
+from .layout import _closer, _set_closer
 from .base import EditTransformer
 
 
@@ -31,7 +32,23 @@ class RemoveFactoryKeys(EditTransformer):
         elements = list(updated.elements)
         kept = [e for e, value in zip(elements, edit.args[0]) if value not in edit.args[1]]
         if kept and kept[-1] is not elements[-1]:
-            kept[-1] = kept[-1].with_changes(comma=elements[-1].comma)
+            kept[-1], updated = _new_last(kept[-1], elements[-1].comma, updated)
         if isinstance(updated, cst.Tuple) and len(kept) == 1 and not isinstance(kept[0].comma, cst.Comma):
             kept[0] = kept[0].with_changes(comma=cst.Comma())
         return updated.with_changes(elements=kept)
+
+
+def _new_last(element, closing, node):
+    """`element` becomes the last one: it takes the removed last element's closing comma (or its
+    absence) and keeps its own trailing comment, on its line or, without a comma, before the closer."""
+    own = element.comma.whitespace_after if isinstance(element.comma, cst.Comma) else None
+    comment = own.first_line if isinstance(own, cst.ParenthesizedWhitespace) else None
+    if comment is None or comment.comment is None:
+        return element.with_changes(comma=closing), node
+    if isinstance(closing, cst.Comma) and isinstance(closing.whitespace_after, cst.ParenthesizedWhitespace):
+        after = closing.whitespace_after.with_changes(first_line=comment)
+        return element.with_changes(comma=closing.with_changes(whitespace_after=after)), node
+    closer = _closer(node)
+    if isinstance(closer, cst.ParenthesizedWhitespace):
+        node = _set_closer(node, closer.with_changes(first_line=comment))
+    return element.with_changes(comma=closing), node

@@ -8,10 +8,10 @@ The vLLM side runs in a subprocess (`harness/`); this package never imports vLLM
 """
 
 from .api import run_smoke
+from .errors import SetupError, UsageError
 from .records import CheckRecord, SmokeReport, Status
-from .targets import UsageError
 from .tiers import Tier
-from .venv import SetupError, managed_env, setup
+from .venv import managed_env, setup
 
 __all__ = [
     "CheckRecord",

@@ -6,14 +6,14 @@ import json
 import time
 from pathlib import Path
 
+from .errors import SetupError, UsageError
 from .launch import find_python, probe
 from .records import SmokeReport
-from .targets import UsageError, select_targets
+from .targets import select_targets
 from .tier_contract import UserConfig, run_contract
 from .tier_engine import run_engine, skipped
 from .tier_static import run_static
 from .tiers import Machine, NoVllmPython, Tier, plan_tiers
-from .venv import SetupError
 
 DEFAULT_PP_SIZES = (2, 3)
 ENGINE_PP = 2

@@ -7,8 +7,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .api import run_smoke
-from .targets import UsageError
-from .venv import SetupError, setup
+from .errors import SetupError, UsageError
+from .venv import setup
 
 EXIT_OK, EXIT_FAILED, EXIT_SETUP = 0, 1, 2
 
@@ -39,7 +39,7 @@ def main(
                 return EXIT_OK
         report = run_smoke(paths, tier=tier, arch=arch, python=python, config=config,
                            allow_skip=allow_skip, timeout=timeout, base=base)
-    except (SetupError, UsageError, ValueError) as error:
+    except (SetupError, UsageError) as error:
         echo_err(f"error: {error}")
         return EXIT_SETUP
     echo(report.summary())

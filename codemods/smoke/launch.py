@@ -18,7 +18,8 @@ from pathlib import Path
 from .records import CheckRecord
 from .runner import Completed, run
 from .tiers import Machine
-from .venv import SetupError, managed_env
+from .errors import SetupError
+from .venv import managed_env
 
 HARNESS = Path(__file__).with_name("harness")
 SHIM = HARNESS / "shim"

@@ -98,7 +98,7 @@ class SmokeReport:
         for record in self.records:
             detail = "\n".join(filter(None, [record.reason, record.error])) if record.status is not Status.PASS else ""
             lines.append(f"{record.status.value.upper():4}  {record.label}  ({record.duration_s:.1f}s)")
-            lines.extend(f"      {text}" for text in detail.splitlines()[:6])
+            lines.extend(f"      {_clip(text)}" for text in detail.splitlines()[:6])
             if record.status is Status.PASS:
                 lines.extend(f"      note: {note}" for note in record.notes)
         for tier, reason in self.not_run.items():
@@ -109,3 +109,7 @@ class SmokeReport:
             verdict += " (skips need --allow-skip)"
         lines.append(f"smoke {verdict}: {counts} in {self.duration_s:.1f}s (tiers: {', '.join(self.tiers) or '-'})")
         return "\n".join(lines)
+
+
+def _clip(text: str, width: int = 240) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."

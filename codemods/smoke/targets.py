@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..registry import MODELS_PACKAGE, RegistryEntry, find_registry, load_registry, root_of
+from .errors import UsageError
 
 NOT_SMOKED = {
     "_SPECULATIVE_DECODING_MODELS": "a draft model: vLLM runs drafters with pipeline_parallel_size=1",
@@ -18,10 +19,6 @@ NOT_SMOKED = {
     "_TRANSFORMERS_BACKEND_MODELS": "served by the Transformers backend, not by a vLLM model file",
     "_MULTIMODAL_MODELS": "a multimodal model: the smoke builds text-only tiny models",
 }
-
-
-class UsageError(ValueError):
-    """The request names nothing to smoke, or names it inconsistently."""
 
 
 @dataclass(frozen=True)

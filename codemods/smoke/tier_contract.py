@@ -65,7 +65,14 @@ def _target_json(target: Target, config: UserConfig | None) -> dict:
         "path": str(target.path) if target.path else None,
         "config": given.values if given else None,
         "config_source": given.source if given else None,
+        "notes": target_notes(target),
     }
+
+
+def target_notes(target: Target) -> list[str]:
+    """What the report should say about how the target was chosen."""
+    aliases = [f"also registered as {', '.join(target.aliases)}"] if target.aliases else []
+    return [*target.notes, *aliases]
 
 
 def run_contract(targets: list[Target], machine: Machine, *, pp_sizes: tuple[int, ...] = (2, 3),

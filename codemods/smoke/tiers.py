@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from pathlib import Path
 
+from .errors import UsageError
+
 
 class Tier(IntEnum):
     STATIC = 1
@@ -26,7 +28,7 @@ class Tier(IntEnum):
         try:
             return cls[name.upper()]
         except KeyError:
-            raise ValueError(f"unknown tier {name!r}; use one of: {', '.join(t.label for t in cls)}") from None
+            raise UsageError(f"unknown tier {name!r}; use one of: {', '.join(t.label for t in cls)}") from None
 
 
 @dataclass(frozen=True)

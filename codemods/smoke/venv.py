@@ -19,15 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import recipe
+from .errors import SetupError
 from .runner import run
 
 MARKER = "contractfix-smoke.json"
 SETUP_LOG = "setup.log"
 CPU_ENV = {"VLLM_TARGET_DEVICE": "cpu"}
-
-
-class SetupError(RuntimeError):
-    """The smoke cannot start: no usable Python with vLLM, or the environment failed to build."""
 
 
 def cache_dir() -> Path:
@@ -117,9 +114,11 @@ def _build(env: ManagedEnv, echo: Callable[[str], None]) -> dict[str, str]:
             handle.write(f"$ {' '.join(cmd)}\n{done.stdout}\n{done.stderr}\n")
             if done.returncode != 0:
                 raise SetupError(f"{title} failed (exit {done.returncode}); log: {log}\n{done.tail()}")
+            echo(f"  done in {done.duration_s:.0f}s")
         echo("verify: import vllm on the CPU platform ...")
         check = run([str(env.python), "-c", _VERIFY], timeout=300, env={**os.environ, **CPU_ENV})
         handle.write(f"$ verify\n{check.stdout}\n{check.stderr}\n")
+        echo(f"  done in {check.duration_s:.0f}s")
     if check.returncode != 0:
         raise SetupError(f"the new environment cannot import vLLM; log: {log}\n{check.tail()}")
     return json.loads(check.stdout.strip().splitlines()[-1])

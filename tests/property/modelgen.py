@@ -322,8 +322,14 @@ def _wrapper_class(f: Family, name: str, inner: str, style: Module, kind: str | 
         "        config = vllm_config.model_config.hf_config",
         f"        self.model = {inner}(config)",
     ]
-    if kind != "no_delegation":
+    if kind != "no_delegation" and style.tabs:
         out.append("        self.make_empty_intermediate_tensors = self.model.make_empty_intermediate_tensors")
+    elif kind != "no_delegation":  # over 88 columns with spaces: wrapped, as ruff formats vLLM
+        out += [
+            "        self.make_empty_intermediate_tensors = (",
+            "            self.model.make_empty_intermediate_tensors",
+            "        )",
+        ]
     out.append("        self.scale = config.logit_scale")
     out.append("")
     sig = f.wrapper_sig

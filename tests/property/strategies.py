@@ -148,6 +148,7 @@ def violation(tree: Tree, index: int, kind: str) -> Violation:
         classes = f.classes  # reported on the first class that reads through this factory
     if kind == "drop_key":
         fixable = f.producer == "factory" and not f.conditional
+        classes = {f.inner} if fixable else f.classes
     elif kind == "extra_key":
         fixable = f.producer == "factory"
         classes = {f.inner} if fixable else f.classes

@@ -16,6 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cli import app
+
 from .vllm_copies import MODELS, MUTATIONS, Copy, commit, make_copy
 
 pytestmark = pytest.mark.vllm

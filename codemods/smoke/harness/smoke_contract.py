@@ -33,24 +33,26 @@ PP_CHECKS = ("factory-keys", "keys-read", "chain-equals-pp1")
 def run(plan: dict) -> None:
     """Run every unit of the plan; each unit installs its module overrides for its targets only."""
     smoke_stage.patch_runtime(plan["device"])
-    for unit in plan["units"]:
-        finder = smoke_override.install(unit["overrides"])
-        try:
-            for target in unit["targets"]:
-                emit = Emitter(plan["results"], arch=target["arch"], tier="contract",
-                               path=target["path"], device=plan["device"])
-                run_target(target, plan, emit)
-                gc.collect()
-        finally:
-            smoke_override.uninstall(finder)
+    with tempfile.TemporaryDirectory(prefix="contractfix-smoke-configs-") as work:
+        for number, unit in enumerate(plan["units"]):
+            finder = smoke_override.install(unit["overrides"])
+            try:
+                for target in unit["targets"]:
+                    emit = Emitter(plan["results"], arch=target["arch"], tier="contract",
+                                   path=target["path"], device=plan["device"])
+                    run_target(target, plan, emit, os.path.join(work, f"{number}-{target['arch']}"))
+                    gc.collect()
+            finally:
+                smoke_override.uninstall(finder)
 
 
-def run_target(target: dict, plan: dict, emit: Emitter) -> None:
+def run_target(target: dict, plan: dict, emit: Emitter, config_dir: str) -> None:
     device, sizes = plan["device"], plan["pp_sizes"]
     start = time.monotonic()
     try:
         cls = _register(target)
-        config_dir, layers, notes = _write_config(target, max(sizes), device)
+        layers, notes = _write_config(target, max(sizes), device, config_dir)
+        notes = [*target["notes"], *notes]
     except smoke_config.NoConfigClass as exc:
         emit("build", "skip", pp=1, reason=f"cannot smoke {target['arch']}: {exc}")
         return
@@ -87,7 +89,8 @@ def _register(target: dict):
     return cls
 
 
-def _write_config(target: dict, layers: int, device: str) -> tuple[str, int, list[str]]:
+def _write_config(target: dict, layers: int, device: str, folder: str) -> tuple[int, list[str]]:
+    """Write the target's tiny config.json into `folder`; returns its layer count and notes."""
     if target.get("config"):
         values, notes = dict(target["config"]), [f"config supplied by the user ({target['config_source']})"]
         values["architectures"] = [target["arch"]]
@@ -95,11 +98,11 @@ def _write_config(target: dict, layers: int, device: str) -> tuple[str, int, lis
         model_type, defaults, found = smoke_config.defaults_for(target["arch"])
         tiny = smoke_config.derive(defaults, target["arch"], model_type, max(layers, 2), dense=device == "cpu")
         values, notes = tiny.values, [f"config class: {found}", *tiny.notes]
-    folder = tempfile.mkdtemp(prefix=f"smoke-{target['arch']}-")
+    os.makedirs(folder)
     with open(os.path.join(folder, "config.json"), "w") as handle:
         json.dump(values, handle, indent=1, default=str)
-    found = next((values[f] for f in smoke_config.LAYER_FIELDS if isinstance(values.get(f), int)), layers)
-    return folder, found, notes
+    count = next((values[f] for f in smoke_config.LAYER_FIELDS if isinstance(values.get(f), int)), layers)
+    return count, notes
 
 
 def _build_entry(config_dir: str, device: str, cls, target: dict):
@@ -182,6 +185,7 @@ class Pipeline:
     outputs: dict = field(default_factory=dict)
     error: str = ""
     duration_s: float = 0.0
+    factory_s: float = 0.0
 
 
 def run_pipeline(config_dir: str, device: str, size: int, source: str | None) -> Pipeline:
@@ -201,12 +205,14 @@ def run_pipeline(config_dir: str, device: str, size: int, source: str | None) ->
             received = None
             if rank:
                 step = f"rank {rank} make_empty_intermediate_tensors"
+                allocated = time.monotonic()
                 buffer = smoke_stage.empty_buffer(stage, torch.float32, device)
                 run.pairs.append((rank, sorted(buffer.tensors), sorted(sent.tensors)))
                 step = f"rank {rank} receive (fill every allocated key from rank {rank - 1}'s output)"
                 for key, tensor in buffer.tensors.items():
                     tensor[:TOKENS].copy_(sent[key][:TOKENS])
                 received = buffer[:TOKENS]
+                run.factory_s += time.monotonic() - allocated
                 run.received[rank] = received
             step = f"rank {rank} forward"
             out = stage.forward(ids, positions, intermediate_tensors=received)
@@ -234,9 +240,9 @@ def _factory_keys(run: Pipeline, emit: Emitter) -> None:
         lines = [f"rank {r}: make_empty_intermediate_tensors allocates {a}, rank {r - 1} sent {s}"
                  f" (sent, not allocated: {sorted(set(s) - set(a))}; allocated, not sent: {sorted(set(a) - set(s))})"
                  for r, a, s in bad]
-        emit("factory-keys", "fail", pp=run.size, keys=keys, error="\n".join(lines))
+        emit("factory-keys", "fail", pp=run.size, keys=keys, error="\n".join(lines), duration_s=run.factory_s)
     elif len(run.pairs) == run.size - 1:
-        emit("factory-keys", "pass", pp=run.size, keys=keys)
+        emit("factory-keys", "pass", pp=run.size, keys=keys, duration_s=run.factory_s)
     else:
         emit("factory-keys", "skip", pp=run.size, keys=keys, reason="not reached: " + run.error.splitlines()[0])
 

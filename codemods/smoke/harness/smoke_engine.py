@@ -28,11 +28,12 @@ def run(plan: dict) -> None:
     start = time.monotonic()
     step = "derive the tiny config"
     try:
-        config_dir = _write_config(target, size, device)
-        step = f"start LLM(pipeline_parallel_size={size})"
-        llm = _engine(config_dir, size, device)
-        step = "generate"
-        tokens = _generate(llm)
+        with tempfile.TemporaryDirectory(prefix="contractfix-smoke-engine-") as config_dir:
+            _write_config(target, device, config_dir)
+            step = f"start LLM(pipeline_parallel_size={size})"
+            llm = _engine(config_dir, size, device)
+            step = "generate"
+            tokens = _generate(llm)
     except smoke_config.NoConfigClass as exc:
         emit("generate", "skip", pp=size, reason=f"cannot smoke {target['arch']}: {exc}")
         return
@@ -44,7 +45,7 @@ def run(plan: dict) -> None:
         json.dump({"tokens": tokens}, handle)
 
 
-def _write_config(target: dict, size: int, device: str) -> str:
+def _write_config(target: dict, device: str, folder: str) -> None:
     if target.get("config"):
         values = {**target["config"], "architectures": [target["arch"]]}
     else:
@@ -52,10 +53,8 @@ def _write_config(target: dict, size: int, device: str) -> str:
         layers = max(2, target["layers"])
         values = smoke_config.derive(defaults, target["arch"], model_type, layers,
                                      dense=device == "cpu", wide=device == "cpu").values
-    folder = tempfile.mkdtemp(prefix=f"smoke-engine-{target['arch']}-")
     with open(os.path.join(folder, "config.json"), "w") as handle:
         json.dump(values, handle, indent=1, default=str)
-    return folder
 
 
 def _engine(config_dir: str, size: int, device: str):

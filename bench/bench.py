@@ -1,0 +1,251 @@
+"""Benchmark contractfix on real vLLM trees, side by side with libcst and ruff (run by hand).
+
+    pip install -e '.[bench]'
+    python bench/bench.py                      # vLLM 0.21.0 and 0.33.0, 7 runs each
+    python bench/bench.py --versions 0.33.0 --runs 3 --output results.json
+
+The pinned vLLM wheels are downloaded with pip into a cache outside the repository (default
+~/.cache/contractfix, or $CONTRACTFIX_BENCH_CACHE; a wheel already under <cache>/whl/<version>/ is
+reused) and their Python sources unpacked under <cache>/bench/src/<version>/. Nothing there is
+written by the commands measured: `fix` runs with --diff and the libcst codemod with -u.
+
+Every command runs as a subprocess (interpreter start-up included): one warm-up run, then --runs
+timed runs whose median is reported, then one more run sampling the resident memory of the whole
+process tree (workers included) every few milliseconds for the peak. "cold" runs get an empty
+contractfix facts cache (or ruff --no-cache); "warm" ones a cache filled by the warm-up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import zipfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import psutil
+
+VERSIONS = ("0.21.0", "0.33.0")
+ONE_FILE = "vllm/model_executor/models/llama.py"
+TARGETS = {"check": 1.5, "ratio": 4.0, "one_file": 0.6, "peak_mb": 300.0}
+
+
+@dataclass
+class Task:
+    """One command to time. `cache` is "cold", "warm" or "" (no contractfix cache involved);
+    `baseline` names the task its time is divided by in the ratio column."""
+
+    name: str
+    argv: list[str]
+    cache: str = ""
+    baseline: str = "ruff (no cache)"
+
+
+@dataclass
+class Result:
+    name: str
+    command: str
+    times: list[float]
+    median: float
+    peak_mb: float
+    baseline: str = ""
+    ratio: float | None = None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--versions", nargs="+", default=list(VERSIONS))
+    parser.add_argument("--runs", type=int, default=7, help="timed runs per command (median reported)")
+    parser.add_argument("--cache", type=Path, default=_default_cache(), help="where wheels and sources are kept")
+    parser.add_argument("--output", type=Path, help="JSON results (default: <cache>/bench/results.json)")
+    args = parser.parse_args()
+    output = args.output or args.cache / "bench" / "results.json"
+
+    machine = describe_machine()
+    print(_machine_line(machine), flush=True)
+    runs = {}
+    for version in args.versions:
+        tree = sources(version, args.cache)
+        print(f"\n== vLLM {version}: {tree} ({_count_py(tree)} Python files)", flush=True)
+        results = measure(tasks(tree), args.runs)
+        print(table(results), flush=True)
+        runs[version] = [asdict(r) for r in results]
+    document = {"machine": machine, "runs_per_command": args.runs, "targets": TARGETS, "results": runs}
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(document, indent=2) + "\n", "utf-8")
+    print(f"\nwrote {output}")
+
+
+def _default_cache() -> Path:
+    return Path(os.environ.get("CONTRACTFIX_BENCH_CACHE") or Path.home() / ".cache" / "contractfix")
+
+
+def sources(version: str, cache: Path) -> Path:
+    """<cache>/bench/src/<version>/vllm, unpacked from the pinned wheel (downloaded if missing)."""
+    root = cache / "bench" / "src" / version
+    if (root / "vllm").is_dir():
+        return root / "vllm"
+    wheels = cache / "whl" / version
+    found = sorted(wheels.glob(f"vllm-{version}-*.whl"))
+    if not found:
+        wheels.mkdir(parents=True, exist_ok=True)
+        command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:", f"vllm=={version}", "-d", str(wheels)]
+        subprocess.run(command, check=True)
+        found = sorted(wheels.glob(f"vllm-{version}-*.whl"))
+    partial = root.with_name(root.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    with zipfile.ZipFile(found[0]) as wheel:
+        for member in wheel.namelist():
+            if member.startswith("vllm/") and member.endswith(".py"):
+                wheel.extract(member, partial)
+    partial.rename(root)
+    return root / "vllm"
+
+
+def tasks(tree: Path) -> list[Task]:
+    contractfix = [shutil.which("contractfix") or sys.exit("contractfix is not on PATH: pip install -e '.[bench]'")]
+    whole, one = str(tree), str(tree.parent / ONE_FILE)
+    listed = [
+        Task("python start-up (python -c pass)", [sys.executable, "-c", "pass"]),
+        Task("contractfix check (cold)", [*contractfix, "check", whole], "cold"),
+        Task("contractfix check (warm)", [*contractfix, "check", whole], "warm", "ruff (cached)"),
+        Task("contractfix check -j 1 (cold)", [*contractfix, "check", "-j", "1", whole], "cold"),
+        Task("contractfix fix --diff (warm)", [*contractfix, "fix", "--diff", whole], "warm", "ruff (cached)"),
+        Task("contractfix check one file (cold)", [*contractfix, "check", one], "cold"),
+        Task("contractfix check one file (warm)", [*contractfix, "check", one], "warm", "ruff (cached)"),
+        Task("libcst no-op codemod", [sys.executable, "-m", "libcst.tool", "codemod", "-u", "--no-format", "--hide-progress", "noop.NOOPCommand", whole]),
+        Task("ruff (no cache)", ["ruff", "check", "--isolated", "--no-cache", "--exit-zero", whole], baseline=""),
+        Task("ruff (cached)", ["ruff", "check", "--isolated", "--exit-zero", whole], "warm", baseline=""),
+    ]
+    if shutil.which("taskset"):
+        listed.insert(4, Task("contractfix check (cold, 1 core)", ["taskset", "-c", "0", *contractfix, "check", whole], "cold"))
+    return listed
+
+
+def measure(listed: list[Task], runs: int) -> list[Result]:
+    results: dict[str, Result] = {}
+    with tempfile.TemporaryDirectory(prefix="contractfix-bench-") as scratch:
+        for task in listed:
+            warm = Path(scratch) / f"warm-{len(results)}"
+            times = []
+            for attempt in range(runs + 2):
+                cache = warm if task.cache == "warm" else Path(tempfile.mkdtemp(dir=scratch))
+                env = {**os.environ, "CONTRACTFIX_CACHE_DIR": str(cache / "facts"), "RUFF_CACHE_DIR": str(cache / "ruff")}
+                if attempt == 0:
+                    run(task.argv, env, scratch)
+                elif attempt <= runs:
+                    times.append(run(task.argv, env, scratch))
+                else:
+                    peak = run_sampled(task.argv, env, scratch)
+            median = statistics.median(times)
+            results[task.name] = Result(task.name, " ".join(task.argv), times, median, peak, task.baseline)
+            print(f"  {task.name}: {median:.3f} s", file=sys.stderr, flush=True)
+    for result in results.values():
+        if result.baseline:
+            result.ratio = result.median / results[result.baseline].median
+    return list(results.values())
+
+
+def run(argv: list[str], env: dict, cwd: str) -> float:
+    start = time.perf_counter()
+    subprocess.run(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    return time.perf_counter() - start
+
+
+def run_sampled(argv: list[str], env: dict, cwd: str, interval: float = 0.005) -> float:
+    """Peak of the summed resident memory of the process and all its descendants, in MB."""
+    process = psutil.Popen(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    peak = 0
+    done = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        while not done.is_set():
+            try:
+                tree = [process, *process.children(recursive=True)]
+                peak = max(peak, sum(_rss(p) for p in tree))
+            except psutil.Error:
+                pass
+            time.sleep(interval)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    process.wait()
+    done.set()
+    sampler.join()
+    return peak / 2**20
+
+
+def _rss(process: psutil.Process) -> int:
+    try:
+        return process.memory_info().rss
+    except psutil.Error:
+        return 0
+
+
+def table(results: list[Result]) -> str:
+    rows = [("command", "median s", "min s", "max s", "vs ruff", "peak MB")]
+    for r in results:
+        ratio = f"{r.ratio:.2f}x" + (" (cached)" if r.baseline == "ruff (cached)" else "") if r.ratio is not None else ""
+        rows.append((r.name, f"{r.median:.3f}", f"{min(r.times):.3f}", f"{max(r.times):.3f}", ratio, f"{r.peak_mb:.0f}"))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = ["| " + " | ".join(cell.ljust(widths[i]) if i == 0 else cell.rjust(widths[i]) for i, cell in enumerate(row)) + " |" for row in rows]
+    lines.insert(1, "|" + "|".join("-" * (w + 1) + (":" if i else "-") for i, w in enumerate(widths)) + "|")
+    return "\n".join(lines)
+
+
+def describe_machine() -> dict:
+    cpu = next((line.split(":", 1)[1].strip() for line in _lines("/proc/cpuinfo") if line.startswith("model name")), platform.processor())
+    memory = next((int(line.split()[1]) // 1024 for line in _lines("/proc/meminfo") if line.startswith("MemTotal")), 0)
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "cores_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
+        "memory_mb": memory,
+        "os": platform.platform(),
+        "python": platform.python_version(),
+        "contractfix": _version(["contractfix", "version"]),
+        "commit": _version(["git", "-C", str(Path(__file__).resolve().parents[1]), "rev-parse", "--short", "HEAD"]),
+        "libcst": _version([sys.executable, "-c", "import importlib.metadata as m; print(m.version('libcst'))"]),
+        "ruff": _version(["ruff", "--version"]),
+    }
+
+
+def _machine_line(machine: dict) -> str:
+    return (
+        f"{machine['cpu']}, {machine['cores']} cores, {machine['memory_mb'] / 1024:.0f} GiB, {machine['os']}, "
+        f"Python {machine['python']}; contractfix {machine['contractfix']} ({machine['commit']}), "
+        f"libcst {machine['libcst']}, {machine['ruff']}"
+    )
+
+
+def _version(argv: list[str]) -> str:
+    try:
+        cwd = Path(__file__).resolve().parents[1]
+        return subprocess.run(argv, capture_output=True, text=True, cwd=cwd, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "?"
+
+
+def _lines(path: str) -> list[str]:
+    try:
+        return Path(path).read_text().splitlines()
+    except OSError:
+        return []
+
+
+def _count_py(tree: Path) -> int:
+    return sum(1 for _ in tree.rglob("*.py"))
+
+
+if __name__ == "__main__":
+    main()
