@@ -159,7 +159,8 @@ def sweep(
     format: FormatOpt = Format.text,
 ) -> None:
     """Fix a commit in a temporary worktree and commit the result on a branch; optionally push and open a PR.
-    Your checkout is left as it is. Exit 0: done (or nothing to do), 2: errors."""
+    Your checkout is left as it is. Exit 0: done (or nothing to do); 1: done, but some file could not be
+    analysed or fixed, or the smoke run failed (then nothing is pushed); 2: refused or failed (see the error)."""
     overrides = dict(
         select=cliutil.codes(select),
         ignore=cliutil.codes(ignore),

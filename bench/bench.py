@@ -37,17 +37,20 @@ import psutil
 VERSIONS = ("0.21.0", "0.33.0")
 ONE_FILE = "vllm/model_executor/models/llama.py"
 TARGETS = {"check": 1.5, "ratio": 4.0, "one_file": 0.6, "peak_mb": 300.0}
+SLOW_RUNS = 3
 
 
 @dataclass
 class Task:
     """One command to time. `cache` is "cold", "warm" or "" (no contractfix cache involved);
-    `baseline` names the task its time is divided by in the ratio column."""
+    `baseline` names the task its time is divided by in the ratio column. A `slow` task runs at
+    most SLOW_RUNS times, without a separate warm-up or memory run (the first run is sampled)."""
 
     name: str
     argv: list[str]
     cache: str = ""
     baseline: str = "ruff (no cache)"
+    slow: bool = False
 
 
 @dataclass
@@ -79,7 +82,7 @@ def main() -> None:
         results = measure(tasks(tree), args.runs)
         print(table(results), flush=True)
         runs[version] = [asdict(r) for r in results]
-    document = {"machine": machine, "runs_per_command": args.runs, "targets": TARGETS, "results": runs}
+    document = {"machine": machine, "load_average_at_end": os.getloadavg(), "runs_per_command": args.runs, "targets": TARGETS, "results": runs}
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(document, indent=2) + "\n", "utf-8")
     print(f"\nwrote {output}")
@@ -122,7 +125,7 @@ def tasks(tree: Path) -> list[Task]:
         Task("contractfix fix --diff (warm)", [*contractfix, "fix", "--diff", whole], "warm", "ruff (cached)"),
         Task("contractfix check one file (cold)", [*contractfix, "check", one], "cold"),
         Task("contractfix check one file (warm)", [*contractfix, "check", one], "warm", "ruff (cached)"),
-        Task("libcst no-op codemod", [sys.executable, "-m", "libcst.tool", "codemod", "-u", "--no-format", "--hide-progress", "noop.NOOPCommand", whole]),
+        Task("libcst no-op codemod", [sys.executable, "-m", "libcst.tool", "codemod", "-u", "--no-format", "--hide-progress", "noop.NOOPCommand", whole], slow=True),
         Task("ruff (no cache)", ["ruff", "check", "--isolated", "--no-cache", "--exit-zero", whole], baseline=""),
         Task("ruff (cached)", ["ruff", "check", "--isolated", "--exit-zero", whole], "warm", baseline=""),
     ]
@@ -137,15 +140,19 @@ def measure(listed: list[Task], runs: int) -> list[Result]:
         for task in listed:
             warm = Path(scratch) / f"warm-{len(results)}"
             times = []
-            for attempt in range(runs + 2):
+            for attempt in ("timed",) * min(runs, SLOW_RUNS) if task.slow else ("warm-up", *("timed",) * runs, "sampled"):
                 cache = warm if task.cache == "warm" else Path(tempfile.mkdtemp(dir=scratch))
                 env = {**os.environ, "CONTRACTFIX_CACHE_DIR": str(cache / "facts"), "RUFF_CACHE_DIR": str(cache / "ruff")}
-                if attempt == 0:
-                    run(task.argv, env, scratch)
-                elif attempt <= runs:
-                    times.append(run(task.argv, env, scratch))
-                else:
+                if task.slow and not times:
+                    start = time.perf_counter()
                     peak = run_sampled(task.argv, env, scratch)
+                    times.append(time.perf_counter() - start)
+                elif attempt == "sampled":
+                    peak = run_sampled(task.argv, env, scratch)
+                else:
+                    elapsed = run(task.argv, env, scratch)
+                    if attempt == "timed":
+                        times.append(elapsed)
             median = statistics.median(times)
             results[task.name] = Result(task.name, " ".join(task.argv), times, median, peak, task.baseline)
             print(f"  {task.name}: {median:.3f} s", file=sys.stderr, flush=True)
@@ -161,7 +168,7 @@ def run(argv: list[str], env: dict, cwd: str) -> float:
     return time.perf_counter() - start
 
 
-def run_sampled(argv: list[str], env: dict, cwd: str, interval: float = 0.005) -> float:
+def run_sampled(argv: list[str], env: dict, cwd: str, interval: float = 0.01) -> float:
     """Peak of the summed resident memory of the process and all its descendants, in MB."""
     process = psutil.Popen(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     peak = 0
@@ -212,6 +219,7 @@ def describe_machine() -> dict:
         "cores_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
         "memory_mb": memory,
         "os": platform.platform(),
+        "load_average_at_start": os.getloadavg(),
         "python": platform.python_version(),
         "contractfix": _version(["contractfix", "version"]),
         "commit": _version(["git", "-C", str(Path(__file__).resolve().parents[1]), "rev-parse", "--short", "HEAD"]),

@@ -1,7 +1,9 @@
 """Content-hash cache of per-file facts, outside the source tree (like ruff's).
 
-An entry is keyed by the file's bytes, its path and module name, and a fingerprint of the
-analyzer's own source, so a changed file or a changed analyzer never reads a stale entry.
+An entry is keyed by the file's bytes, its module name, and a fingerprint of the analyzer's
+own source taken when it was imported, so a changed file or a changed analyzer never reads a
+stale entry. The path is not part of the key (a sweep's worktree moves every run): facts read
+back get the path they are asked for.
 """
 
 from __future__ import annotations
@@ -31,27 +33,35 @@ def _fingerprint() -> bytes:
     return digest.digest()
 
 
+FINGERPRINT = _fingerprint()
+
+
 class FactsCache:
     """Get and put `ModuleFacts` by content; a folder that cannot be used disables the cache."""
 
     def __init__(self, folder: Path | None) -> None:
         self.folder = folder
-        self._salt = _fingerprint() if folder else b""
+        self._salt = FINGERPRINT
 
-    def key(self, data: bytes, path: str, module: str) -> str:
+    def key(self, data: bytes, module: str) -> str:
         digest = hashlib.sha256(self._salt)
-        digest.update(path.encode("utf-8", "surrogateescape") + b"\0" + module.encode() + b"\0")
+        digest.update(module.encode() + b"\0")
         digest.update(data)
         return digest.hexdigest()
 
-    def get(self, key: str) -> facts.ModuleFacts | None:
+    def get(self, key: str, path: str) -> facts.ModuleFacts | None:
+        """The cached facts for `key`, as facts of the file at `path`; None on any miss."""
         if self.folder is None:
             return None
         try:
             with open(self.folder / key[:2] / key, "rb") as handle:
-                return pickle.load(handle)
+                found = pickle.load(handle)
         except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError, TypeError):
             return None
+        if not isinstance(found, facts.ModuleFacts):
+            return None
+        found.path = path
+        return found
 
     def put(self, key: str, value: facts.ModuleFacts) -> None:
         if self.folder is None:

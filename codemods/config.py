@@ -27,16 +27,22 @@ class Options:
 
 
 def find_pyproject(start: Path) -> Path | None:
+    """The nearest `pyproject.toml` with a `[tool.contractfix]` table, not above the git root."""
     start = start.resolve()
     for folder in [start, *start.parents] if start.is_dir() else list(start.parents):
         candidate = folder / "pyproject.toml"
-        if candidate.is_file():
-            try:
-                if "contractfix" in tomllib.loads(candidate.read_text("utf-8")).get("tool", {}):
-                    return candidate
-            except (tomllib.TOMLDecodeError, OSError, UnicodeDecodeError):
-                continue
+        if candidate.is_file() and _has_table(candidate):
+            return candidate
+        if (folder / ".git").exists():
+            return None
     return None
+
+
+def _has_table(pyproject: Path) -> bool:
+    try:
+        return "contractfix" in tomllib.loads(pyproject.read_text("utf-8")).get("tool", {})
+    except (tomllib.TOMLDecodeError, OSError, UnicodeDecodeError):
+        return False
 
 
 def load(start: Path, **overrides) -> Options:

@@ -171,8 +171,8 @@ def _analyze_all(sources: list[tuple[Path, bytes]], index: Index, jobs: int) -> 
     misses: list[tuple[int, str, tuple[str, bytes, str]]] = []
     for path, data in sources:
         name = module_name(path, import_root(path))
-        key = index.cache.key(data, str(path), name)
-        results.append(index.cache.get(key))
+        key = index.cache.key(data, name)
+        results.append(index.cache.get(key, str(path)))
         if results[-1] is None:
             misses.append((len(results) - 1, key, (str(path), data, name)))
     workers = jobs or min(os.cpu_count() or 1, 8)

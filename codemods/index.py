@@ -82,8 +82,8 @@ class Index:
 
     def parse(self, data: bytes, path: str, name: str) -> ModuleFacts:
         """Facts of one module's source, from the cache when its content was seen before."""
-        key = self.cache.key(data, path, name)
-        facts = self.cache.get(key)
+        key = self.cache.key(data, name)
+        facts = self.cache.get(key, path)
         if facts is None:
             facts = analyze_source(data, path, name)
             self.cache.put(key, facts)

@@ -134,7 +134,7 @@ def sweep(request: SweepRequest) -> SweepResult:
     result = SweepResult(request.branch, base)
     result.notes += [f"removed the stale worktree {p}" for p in git.remove_stale_worktrees(repo)]
     if git.is_dirty(repo):
-        result.notes.append(f"{repo.working_tree_dir} has uncommitted changes; the sweep sees commit {base[:12]} only")
+        result.notes.append(f"{repo.working_tree_dir} has uncommitted or untracked files; the sweep sees commit {base[:12]} only")
     local = git.branch_tip(repo, request.branch)
     _check_owner(repo, base, local, request, f"branch {request.branch!r}")
     who = git.identity(repo, request.author)
@@ -251,8 +251,11 @@ def _commit(tree: gitpython.Repo, built: _Built, report: Report, parent: str, wh
 def _same(repo: gitpython.Repo, base: str, tip: str, new: list[git.CommitInfo]) -> bool:
     """Whether `tip` already holds exactly the commits just built (same trees, same messages, same base)."""
     old = git.commits_between(repo, base, tip)
-    shape = lambda commits: [(c.tree, c.message.strip()) for c in commits]  # noqa: E731
-    return bool(old) and old[0].parent == base and shape(old) == shape(new)
+    return bool(old) and old[0].parent == base and _shape(old) == _shape(new)
+
+
+def _shape(commits: list[git.CommitInfo]) -> list[tuple[str, str]]:
+    return [(c.tree, c.message.strip()) for c in commits]
 
 
 def fix_args(overrides: dict) -> list[str]:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+pytest_plugins = ["tests.gitfixtures"]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

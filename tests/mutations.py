@@ -4,7 +4,8 @@ Each kind yields one mutant per site it applies to (a `Mutant` holds the whole m
 - `drop_last_key`: drop the last key of a factory's literal list when the file both reads it
   (`intermediate_tensors["k"]`) and sends it (`IntermediateTensors({"k": ...})`);
 - `drop_none_default`: drop `= None` from `intermediate_tensors` in a registered class's own forward;
-- `add_unsent_key`: append a key nobody sends or reads to a factory's literal list;
+- `add_unsent_key`: append a key nobody sends or reads to a factory's literal list whose keys the
+  file all sends;
 - `delete_delegation`: delete `self.make_empty_intermediate_tensors = <x>.make_empty_intermediate_tensors`
   from a registered class's `__init__`.
 """
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import libcst as cst
 
@@ -27,6 +28,7 @@ class Mutant:
     kind: str
     line: int
     source: bytes
+    cls: str = ""  # the registered class mutated (drop_none_default, delete_delegation)
 
 
 def mutants(kind: str, source: bytes, registered: set[str]) -> list[Mutant]:
@@ -37,44 +39,46 @@ def mutants(kind: str, source: bytes, registered: set[str]) -> list[Mutant]:
     return KINDS[kind](source, registered)
 
 
-def _key_lists(module: cst.Module) -> list[cst.List]:
+def _key_lists(tree: ast.Module) -> list[ast.List]:
     """Literal string lists passed as the keys of the factory, in source order."""
-    found: list[cst.List] = []
+    found = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and (getattr(node.func, "id", None) or getattr(node.func, "attr", None)) == FACTORY):
+            continue
+        keyword = next((k.value for k in node.keywords if k.arg in ("keys", "tensor_names")), None)
+        value = node.args[0] if node.args else keyword
+        if isinstance(value, ast.List) and value.elts and all(
+            isinstance(e, ast.Constant) and isinstance(e.value, str) for e in value.elts
+        ):
+            found.append(value)
+    return sorted(found, key=lambda n: (n.lineno, n.col_offset))
 
-    class Finder(cst.CSTVisitor):
-        def visit_Call(self, node: cst.Call) -> None:
-            name = node.func.attr.value if isinstance(node.func, cst.Attribute) else getattr(node.func, "value", "")
-            if name != FACTORY or not node.args:
-                return
-            arg = next((a for a in node.args if a.keyword and a.keyword.value in ("keys", "tensor_names")), node.args[0])
-            value = arg.value
-            if isinstance(value, cst.List) and value.elements and all(
-                isinstance(e.value, cst.SimpleString) for e in value.elements
-            ):
-                found.append(value)
 
-    module.visit(Finder())
-    return found
+def _span(source: bytes, node: ast.AST, end: ast.AST | None = None) -> tuple[int, int]:
+    """Byte offsets of `node` (through `end`): ast columns are UTF-8 byte offsets."""
+    starts = [0]
+    for line in source.splitlines(keepends=True):
+        starts.append(starts[-1] + len(line))
+    end = end or node
+    return starts[node.lineno - 1] + node.col_offset, starts[end.end_lineno - 1] + end.end_col_offset
 
 
 def _edit_list(source: bytes, edit: Callable[[cst.List], cst.List | None], kind: str) -> list[Mutant]:
-    module = cst.parse_module(source)
-    wrapper = cst.MetadataWrapper(module, unsafe_skip_copy=True)
-    positions = wrapper.resolve(cst.metadata.PositionProvider)
+    """Apply `edit` to each factory key list alone (parsed from its own text) and splice it back."""
     out = []
-    for target in _key_lists(module):
-        replacement = edit(target)
-        if replacement is None:
-            continue
-        mutated = module.deep_replace(target, replacement)
-        out.append(Mutant(kind, positions[target].start.line, mutated.bytes))
+    for node in _key_lists(ast.parse(source)):
+        start, stop = _span(source, node)
+        replacement = edit(cst.parse_expression(source[start:stop].decode()))
+        if replacement is not None:
+            text = cst.Module([]).code_for_node(replacement).encode()
+            out.append(Mutant(kind, node.lineno, source[:start] + text + source[stop:]))
     return out
 
 
-def _sent_and_read(source: bytes) -> set[str]:
-    tree = ast.parse(source)
+def _read_and_sent(source: bytes) -> tuple[set[str], set[str]]:
+    """Keys the file reads from `intermediate_tensors` and sends in `IntermediateTensors({...})`."""
     read, sent = set(), set()
-    for node in ast.walk(tree):
+    for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
             owner = node.value.value if isinstance(node.value, ast.Attribute) and node.value.attr == "tensors" else node.value
             if isinstance(owner, ast.Name) and owner.id == "intermediate_tensors":
@@ -83,11 +87,12 @@ def _sent_and_read(source: bytes) -> set[str]:
             for arg in node.args[:1]:
                 if isinstance(arg, ast.Dict):
                     sent.update(k.value for k in arg.keys if isinstance(k, ast.Constant))
-    return read & sent
+    return read, sent
 
 
 def drop_last_key(source: bytes, registered: set[str]) -> list[Mutant]:
-    both = _sent_and_read(source)
+    read, sent = _read_and_sent(source)
+    both = read & sent
 
     def edit(node: cst.List) -> cst.List | None:
         elements = list(node.elements)
@@ -105,8 +110,12 @@ def drop_last_key(source: bytes, registered: set[str]) -> list[Mutant]:
 
 
 def add_unsent_key(source: bytes, registered: set[str]) -> list[Mutant]:
+    _, sent = _read_and_sent(source)
+
     def edit(node: cst.List) -> cst.List | None:
         elements = list(node.elements)
+        if not {e.value.evaluated_value for e in elements} <= sent:
+            return None  # the file does not send what this factory allocates: "unsent" is moot
         last = elements[-1]
         opener = node.lbracket.whitespace_after
         if isinstance(opener, cst.ParenthesizedWhitespace):
@@ -121,26 +130,31 @@ def add_unsent_key(source: bytes, registered: set[str]) -> list[Mutant]:
 
 
 def drop_none_default(source: bytes, registered: set[str]) -> list[Mutant]:
-    module = cst.parse_module(source)
-    wrapper = cst.MetadataWrapper(module, unsafe_skip_copy=True)
-    positions = wrapper.resolve(cst.metadata.PositionProvider)
     out = []
-    for cls in module.body:
-        if not (isinstance(cls, cst.ClassDef) and cls.name.value in registered):
+    for cls in ast.parse(source).body:
+        if not (isinstance(cls, ast.ClassDef) and cls.name in registered):
             continue
-        for fn in cls.body.body:
-            if not (isinstance(fn, cst.FunctionDef) and fn.name.value == "forward"):
-                continue
-            params = fn.params
-            positional = [*params.posonly_params, *params.params]
-            target = next((p for p in [*positional, *params.kwonly_params] if p.name.value == "intermediate_tensors"), None)
-            if target is None or not (isinstance(target.default, cst.Name) and target.default.value == "None"):
-                continue
-            if target in positional and any(p.default for p in positional[: positional.index(target)]):
-                continue  # without its default it would follow a defaulted parameter: not valid Python
-            bare = target.with_changes(default=None, equal=cst.MaybeSentinel.DEFAULT)
-            out.append(Mutant("drop_none_default", positions[target].start.line, module.deep_replace(target, bare).bytes))
+        for fn in cls.body:
+            if isinstance(fn, ast.FunctionDef) and fn.name == "forward":
+                out += [replace(m, cls=cls.name) for m in _without_default(source, fn.args)]
     return out
+
+
+def _without_default(source: bytes, args: ast.arguments) -> list[Mutant]:
+    """`intermediate_tensors: X = None` -> `intermediate_tensors: X` (the text between the end of
+    the parameter and the end of its default removed), when that stays valid Python."""
+    positional = [*args.posonlyargs, *args.args]
+    defaults = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
+    pairs = list(zip(positional, defaults)) + list(zip(args.kwonlyargs, args.kw_defaults))
+    for index, (arg, default) in enumerate(pairs):
+        if arg.arg != "intermediate_tensors" or not (isinstance(default, ast.Constant) and default.value is None):
+            continue
+        if index < len(positional) and any(d is not None for d in defaults[:index]):
+            return []  # it would follow a parameter with a default: not valid Python
+        _, start = _span(source, arg)
+        _, stop = _span(source, default)
+        return [Mutant("drop_none_default", arg.lineno, source[:start] + source[stop:])]
+    return []
 
 
 def delete_delegation(source: bytes, registered: set[str]) -> list[Mutant]:
@@ -156,7 +170,7 @@ def delete_delegation(source: bytes, registered: set[str]) -> list[Mutant]:
             for stmt in fn.body:
                 if _is_delegation(stmt):
                     kept = lines[: stmt.lineno - 1] + lines[stmt.end_lineno :]
-                    out.append(Mutant("delete_delegation", stmt.lineno, b"".join(kept)))
+                    out.append(Mutant("delete_delegation", stmt.lineno, b"".join(kept), cls.name))
     return out
 
 

@@ -141,8 +141,7 @@ def test_unknown_mode_is_an_error(runner) -> None:
     assert result.stdout.startswith("::error title=contractfix::mode must be check or sweep")
 
 
-def test_check_mode_annotates_a_real_tree(runner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CONTRACTFIX_CACHE_DIR", str(tmp_path / "facts-cache"))
+def test_check_mode_annotates_a_real_tree(runner, tmp_path: Path) -> None:
     copy_example(tmp_path / "repo")
     result, output = runner({"paths": "."}, cwd=tmp_path / "repo")
     annotations = [line for line in result.stdout.splitlines() if line.startswith("::error file=vllm/")]

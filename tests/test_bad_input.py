@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from codemods import apply, engine
-from codemods.cache import ENV
 from codemods.config import Options
 from codemods.discover import MAX_SOURCE_BYTES
 from codemods.findings import Report
@@ -55,11 +54,6 @@ def violating(name: str = "Tiny") -> str:
 
 def fixed(name: str = "Tiny") -> str:
     return violating(name).replace('["hidden_states"], config', '["hidden_states", "residual"], config')
-
-
-@pytest.fixture(autouse=True)
-def facts_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(ENV, str(tmp_path / "facts-cache"))
 
 
 @pytest.fixture
@@ -146,7 +140,7 @@ def test_unusual_but_valid_encodings_are_fixed_in_their_own_style(repo: Path, na
     assert (repo / MODELS / "good.py").read_text() == fixed("Good")
 
 
-def test_generated_20mb_file_is_skipped_quickly(repo: Path) -> None:
+def test_generated_20mb_file_is_skipped(repo: Path) -> None:
     unit = violating("Gen").split("\n\n\n", 1)[1]
     body = "".join(unit.replace("class GenModel", f"class GenModel{i}") + "\n\n" for i in range(20 * 2**20 // len(unit) + 1))
     put(repo, "generated.py", violating("Gen").split("\n\n\n", 1)[0].encode() + b"\n\n\n" + body.encode())
@@ -280,7 +274,8 @@ def test_empty_repo_is_reported(tmp_path: Path) -> None:
     empty.mkdir()
     subprocess.run(["git", "init", "-q", str(empty)], check=True)
     result = subprocess.run(
-        [sys.executable, "-m", "cli", "check", str(empty)], capture_output=True, text=True, cwd=Path(__file__).parents[1]
+        [sys.executable, "-m", "cli", "check", str(empty)], check=False, capture_output=True, text=True,
+        cwd=Path(__file__).parents[1],
     )
     assert result.returncode == 2, result.stdout + result.stderr
     assert "no Python files found" in result.stdout + result.stderr
@@ -346,7 +341,7 @@ engine.fix([Path(sys.argv[1])], Options(cache=False))
 def test_killed_mid_write_never_leaves_a_truncated_file(repo: Path, point: str) -> None:
     good = repo / MODELS / "good.py"
     result = subprocess.run(
-        [sys.executable, "-c", KILLER, str(repo), point], capture_output=True, cwd=Path(__file__).parents[1], timeout=120
+        [sys.executable, "-c", KILLER, str(repo), point], check=False, capture_output=True, cwd=Path(__file__).parents[1], timeout=120
     )
     assert result.returncode == -signal.SIGKILL, result.stderr.decode()
     assert good.read_text() == (fixed("Good") if point == "after-rename" else violating("Good"))
@@ -357,3 +352,31 @@ def test_killed_mid_write_never_leaves_a_truncated_file(repo: Path, point: str) 
     again = engine.fix([repo], Options())
     assert again.errors == [] and good.read_text() == fixed("Good")
 
+
+
+def test_two_concurrent_sweeps_never_corrupt_the_branch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two `contractfix sweep` processes on one repo at once: each ends cleanly (done, or refused
+    with a message), the branch is one well-formed fix commit on the base, no worktree is left
+    and the user's checkout is untouched."""
+    gitrepo = pytest.importorskip("tests.gitrepo", reason="the sweep test helpers are not there yet")
+    sweep = pytest.importorskip("codemods.sweep", reason="`contractfix sweep` is not there yet")
+    home = tmp_path / "home"
+    home.mkdir()
+    for name, value in {"HOME": str(home), "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": str(home / ".gitconfig")}.items():
+        monkeypatch.setenv(name, value)
+    repo = gitrepo.example_repo(tmp_path / "checkout")
+    base = repo.head.commit.hexsha
+    before = gitrepo.checkout_state(repo)
+    command = [sys.executable, "-m", "cli", "sweep", str(tmp_path / "checkout"), "--author", "Bot <bot@example.invalid>"]
+    for _ in range(3):
+        runs = [subprocess.Popen(command, cwd=Path(__file__).parents[1], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+        outcomes = [(run.wait(timeout=300), *run.communicate()) for run in runs]
+        for code, out, err in outcomes:
+            assert code in (0, 2) and "Traceback" not in err, out + err
+        assert any(code == 0 for code, _, _ in outcomes), outcomes
+        tip = repo.commit(sweep.DEFAULT_BRANCH)
+        assert [p.hexsha for p in tip.parents] == [base]
+        assert sorted(tip.stats.files) == sorted([gitrepo.STEP_LITE, gitrepo.GEMMA_LITE])
+        repo.git.fsck("--strict")
+        assert repo.git.worktree("list", "--porcelain").count("worktree ") == 1
+        assert gitrepo.checkout_state(repo) == before

@@ -6,6 +6,7 @@ import shutil
 from pathlib import Path
 
 from codemods import engine
+from codemods.analyze import analyze_source
 from codemods.cache import FactsCache
 from codemods.config import Options
 from tests.conftest import ROOT
@@ -27,12 +28,14 @@ def test_cache_hit_then_change_is_seen(tmp_path: Path, monkeypatch) -> None:
     assert engine.check([target], Options()).findings == []
 
 
-def test_key_depends_on_content_path_and_module(tmp_path: Path) -> None:
+def test_key_depends_on_content_and_module_not_path(tmp_path: Path) -> None:
     cache = FactsCache(tmp_path)
-    base = cache.key(b"x = 1\n", "a.py", "a")
-    assert base == cache.key(b"x = 1\n", "a.py", "a")
-    assert len({base, cache.key(b"x = 2\n", "a.py", "a"), cache.key(b"x = 1\n", "b.py", "a"),
-                cache.key(b"x = 1\n", "a.py", "b")}) == 4
+    base = cache.key(b"x = 1\n", "a")
+    assert len({base, cache.key(b"x = 2\n", "a"), cache.key(b"x = 1\n", "b")}) == 3
+    facts = analyze_source(b"x = 1\n", "/one/a.py", "a")
+    cache.put(base, facts)
+    moved = cache.get(base, "/two/a.py")
+    assert moved.path == "/two/a.py" and moved.module == "a"
 
 
 def test_unusable_folder_disables_cache(tmp_path: Path) -> None:
@@ -40,13 +43,13 @@ def test_unusable_folder_disables_cache(tmp_path: Path) -> None:
     blocker.write_text("not a folder")
     cache = FactsCache(blocker / "cache")
     cache.put("ab" * 32, object())
-    assert cache.get("ab" * 32) is None
+    assert cache.get("ab" * 32, "a.py") is None
     assert cache.folder is None
 
 
 def test_corrupt_entry_is_a_miss(tmp_path: Path) -> None:
     cache = FactsCache(tmp_path)
-    key = cache.key(b"", "a.py", "a")
+    key = cache.key(b"", "a")
     (tmp_path / key[:2]).mkdir()
     (tmp_path / key[:2] / key).write_bytes(b"\x80garbage")
-    assert cache.get(key) is None
+    assert cache.get(key, "a.py") is None

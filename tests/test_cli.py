@@ -150,3 +150,13 @@ def test_check_single_file_resolves_bases_from_its_repo(in_dir: Path) -> None:
     doc = json.loads(result.output)
     assert [(f["rule"], f["class"]) for f in doc["findings"]] == [("PP001", "TinyMimoModel")]
     assert "outside the checked paths" in doc["findings"][0]["message"]
+
+
+def test_config_is_not_taken_from_above_the_git_root(in_dir: Path) -> None:
+    Path("pyproject.toml").write_text('[tool.contractfix]\nignore = ["PP001"]\n')
+    repo = in_dir / "repo"
+    (repo / ".git").mkdir(parents=True)
+    shutil.copy(STEP3, repo / "step3.py")
+    assert invoke("check", str(repo)).exit_code == 1
+    shutil.copy(STEP3, in_dir / "step3.py")
+    assert invoke("check", "step3.py").exit_code == 0

@@ -27,7 +27,7 @@ from codemods.rules import ALL
 from tests.conftest import ROOT
 
 SARIF_SCHEMA = json.loads((ROOT / "tests" / "schemas" / "sarif-schema-2.1.0.json").read_text("utf-8"))
-JSON_SCHEMA = json.loads((ROOT / "codemods" / "report" / "json-v1.schema.json").read_text("utf-8"))
+JSON_SCHEMA = json.loads((ROOT / "codemods" / "report" / "schema.json").read_text("utf-8"))
 
 # Two fixable classes in one file (each SARIF fix must stand alone), non-ASCII text before an edit
 # (SARIF columns count code points) and an `Optional[...]` file that gains an import; PP002 only.
@@ -71,11 +71,6 @@ class OptionalStyleForCausalLM(nn.Module, SupportsPP):
         return input_ids
 ''',
 }
-
-
-@pytest.fixture(autouse=True)
-def _private_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CONTRACTFIX_CACHE_DIR", str(tmp_path_factory.mktemp("facts-cache")))
 
 
 @pytest.fixture(params=["demo", "pair"])

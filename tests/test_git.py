@@ -10,7 +10,6 @@ import pytest
 from codemods import commit_message, git
 from tests.gitrepo import HUMAN, STEP_LITE, TINY_LLAMA, commit_change
 
-pytest_plugins = ["tests.gitfixtures"]
 pytestmark = pytest.mark.usefixtures("git_env")
 
 

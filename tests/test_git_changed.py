@@ -12,7 +12,6 @@ from typer.testing import CliRunner
 from cli import app
 from tests.gitrepo import ENTRY_DEFAULT, TINY_LLAMA, add_violation, commit_change, example_repo
 
-pytest_plugins = ["tests.gitfixtures"]
 pytestmark = pytest.mark.usefixtures("git_env")
 TINY_MIMO = "vllm/model_executor/models/tiny_mimo.py"
 

@@ -14,6 +14,7 @@ import importlib.util
 import os
 import shutil
 import zipfile
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -57,36 +58,41 @@ def vllm_tree(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     return root, f"installed vllm at {package}"
 
 
-@pytest.fixture(scope="module")
-def facts_cache(tmp_path_factory: pytest.TempPathFactory):
-    old = os.environ.get("CONTRACTFIX_CACHE_DIR")
-    os.environ["CONTRACTFIX_CACHE_DIR"] = str(tmp_path_factory.mktemp("facts-cache"))
-    yield
-    if old is None:
-        del os.environ["CONTRACTFIX_CACHE_DIR"]
-    else:
-        os.environ["CONTRACTFIX_CACHE_DIR"] = old
-
-
 def _model_files(root: Path) -> list[Path]:
     return sorted(p for d in MODEL_DIRS if (root / d).is_dir() for p in (root / d).rglob("*.py"))
 
 
-def _registered(root: Path) -> dict[str, set[str]]:
-    """Registered class names per dotted module."""
-    out: dict[str, set[str]] = {}
+def _tables(root: Path) -> dict[tuple[str, str], set[str]]:
+    """The registry tables each (dotted module, class) is registered in."""
+    out: dict[tuple[str, str], set[str]] = {}
     for entry in load_registry(root / REGISTRY):
-        out.setdefault(entry.module, set()).add(entry.cls)
+        out.setdefault((entry.module, entry.cls), set()).add(entry.table)
     return out
 
 
-def _fixed(path: Path, source: bytes, options: Options) -> tuple[bytes, list]:
-    """What `fix` writes for `path` holding `source`; the file is restored afterwards."""
+def _draft(tables: set[str]) -> bool:
+    """Registered only as a draft head (never asked for intermediate tensors: no C5 for it)."""
+    return bool(tables) and all("SPECULATIVE" in t for t in tables)
+
+
+def known_cause(kind: str, tables: set[str]) -> str:
+    """Why a mutant is not restored today, for causes reported to the rule owners (empty: none).
+
+    Keeps failing strictly: a mutant with a known cause that is restored fails the test, so the
+    cause is removed here once it is fixed."""
+    if kind == "drop_none_default" and _draft(tables):
+        return ("draft heads are not PP002 entries (engine._entries skips the speculative-decoding "
+                "table), yet the drafters call them without intermediate_tensors")
+    return ""
+
+
+def _fixed(path: Path, source: bytes, options: Options) -> tuple[bytes, list, list]:
+    """What `fix` writes for `path` holding `source`, its errors and findings; the file is restored."""
     original = path.read_bytes()
     path.write_bytes(source)
     try:
         report = engine.fix([path], options)
-        return path.read_bytes(), report.errors
+        return path.read_bytes(), report.errors, report.findings
     finally:
         path.write_bytes(original)
 
@@ -98,30 +104,59 @@ def _spread(items: list, count: int) -> list:
     return [items[int(i * step)] for i in range(count)]
 
 
+def _why_not(after: bytes, baseline: bytes, errors: list, findings: list) -> str:
+    if errors:
+        return "error: " + "; ".join(e.message for e in errors)
+    code = [line for line in after.splitlines() if line.strip()]
+    expected = [line for line in baseline.splitlines() if line.strip()]
+    if code == expected:
+        return "same code, blank lines differ"
+    if sorted(code) == sorted(expected):
+        return "same lines, the delegation placed elsewhere"
+    unfixed = [f"{f.rule} {f.message.partition('not auto-fixable: ')[2] or 'no fix'}" for f in findings if not f.fix]
+    return "; ".join(unfixed) or "fixed differently"
+
+
 @pytest.mark.parametrize("kind", list(KINDS))
-def test_fix_of_mutant_equals_fix_of_original(kind: str, vllm_tree, facts_cache, capsys) -> None:
+def test_fix_of_mutant_equals_fix_of_original(kind: str, vllm_tree, capsys) -> None:
     root, origin = vllm_tree
-    registered = _registered(root)
+    tables = _tables(root)
     options = Options(unsafe_fixes=kind not in STRICT)
     cases = []
     for path in _model_files(root):
         module = ".".join(path.relative_to(root).with_suffix("").parts)
-        cases += [(path, m) for m in mutants(kind, path.read_bytes(), registered.get(module, set()))]
+        registered = {cls for (mod, cls), t in tables.items() if mod == module and (kind != "delete_delegation" or not _draft(t))}
+        cases += [(path, module, m) for m in mutants(kind, path.read_bytes(), registered)]
     assert cases, f"no site for {kind} in {origin}"
     sample = _spread(cases, SAMPLE)
     baseline: dict[Path, bytes] = {}
-    failures = []
-    for path, mutant in sample:
+    failures, known, known_restored = [], Counter(), []
+    for path, module, mutant in sample:
         if path not in baseline:
-            baseline[path], errors = _fixed(path, path.read_bytes(), options)
+            baseline[path], errors, _ = _fixed(path, path.read_bytes(), options)
             assert errors == [], errors
-        after, errors = _fixed(path, mutant.source, options)
+        after, errors, findings = _fixed(path, mutant.source, options)
         compile(after, str(path), "exec")
-        if after != baseline[path] or errors:
-            failures.append(f"{path.relative_to(root)}:{mutant.line} {[e.message for e in errors]}")
-    restored = len(sample) - len(failures)
-    with capsys.disabled():
-        print(f"\nmutation round-trip {kind} on {origin}: {restored}/{len(sample)} restored "
-              f"({restored / len(sample):.0%}; {len(cases)} sites){''.join(chr(10) + '  not restored: ' + f for f in failures)}")
+        site = f"{path.relative_to(root)}:{mutant.line}"
+        cause = known_cause(kind, tables.get((module, mutant.cls), set()))
+        restored = after == baseline[path] and not errors
+        if cause:
+            known[cause] += 1
+            if restored:
+                known_restored.append(site)
+        elif not restored:
+            failures.append(f"{site}: {_why_not(after, baseline[path], errors, findings)}")
+    report(capsys, kind, origin, len(cases), len(sample), failures, known)
+    assert not known_restored, f"restored despite a known cause (remove it from known_cause): {known_restored}"
     if kind in STRICT:
         assert not failures, f"{kind}: not restored:\n" + "\n".join(failures)
+
+
+def report(capsys, kind: str, origin: str, sites: int, tried: int, failures: list[str], known: Counter) -> None:
+    """Print the restored fraction (shown even without -s)."""
+    restored = tried - len(failures) - sum(known.values())
+    lines = [f"mutation round-trip {kind} on {origin}: {restored}/{tried} restored ({restored / tried:.0%}), {sites} sites"]
+    lines += [f"  known cause ({count}): {cause}" for cause, count in known.items()]
+    lines += [f"  not restored: {f}" for f in failures]
+    with capsys.disabled():
+        print("\n" + "\n".join(lines))

@@ -15,7 +15,6 @@ from codemods.rules import ALL
 from codemods.sweep import fix_args
 
 BASE = "0123456789abcdef0123456789abcdef01234567"
-pytest_plugins = ["tests.gitfixtures"]
 pytestmark = pytest.mark.usefixtures("git_env")
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -32,12 +33,11 @@ repos:
 """
 
 MODELS = "vllm/model_executor/models"
+# The rule fixture with a base class in one file and a subclass sending one key more in another.
+CROSS_FILE = ROOT / "tests" / "fixtures" / "PP001" / "cross_file"
 TREE = {
     "README.md": "not Python\n",
-    "vllm/__init__.py": "",
     "vllm/sequence.py": "class IntermediateTensors(dict):\n    pass\n",
-    "vllm/model_executor/__init__.py": "",
-    f"{MODELS}/__init__.py": "",
     f"{MODELS}/registry.py": '_TEXT_GENERATION_MODELS = {\n    "OwlModel": ("owl", "OwlModel"),\n}\n\n_VLLM_MODELS = {**_TEXT_GENERATION_MODELS}\n',
     # Registered, and only the registry says so: its forward must default intermediate_tensors.
     f"{MODELS}/owl.py": '''\
@@ -62,52 +62,12 @@ class OwlModel(nn.Module):
             return IntermediateTensors({"hidden_states": input_ids})
         return input_ids
 ''',
-    # The factory lives here; the subclass in another file sends one key more.
-    f"{MODELS}/trunk.py": '''\
-from torch import nn
-
-from vllm.distributed import get_pp_group
-from vllm.model_executor.models.utils import make_empty_intermediate_tensors_factory
-from vllm.sequence import IntermediateTensors
-
-
-class TrunkModel(nn.Module):
-    def __init__(self, config):
-        super().__init__()
-        self.make_empty_intermediate_tensors = make_empty_intermediate_tensors_factory(
-            ["hidden_states"], config.hidden_size
-        )
-
-    def forward(self, input_ids, positions, intermediate_tensors=None):
-        if not get_pp_group().is_last_rank:
-            return IntermediateTensors({"hidden_states": input_ids})
-        return input_ids
-''',
-    f"{MODELS}/branch.py": '''\
-from vllm.distributed import get_pp_group
-from vllm.model_executor.models.trunk import TrunkModel
-from vllm.sequence import IntermediateTensors
-
-
-class BranchModel(TrunkModel):
-    def forward(self, input_ids, positions, intermediate_tensors=None):
-        if not get_pp_group().is_first_rank:
-            positions = intermediate_tensors["residual"]
-        if not get_pp_group().is_last_rank:
-            return IntermediateTensors({"hidden_states": input_ids, "residual": positions})
-        return input_ids
-''',
 }
-
-
-@pytest.fixture(autouse=True)
-def _private_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CONTRACTFIX_CACHE_DIR", str(tmp_path_factory.mktemp("facts-cache")))
 
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    root = tmp_path / "repo"
+    root = shutil.copytree(CROSS_FILE, tmp_path / "repo")
     for name, text in TREE.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(text, "utf-8")
@@ -138,10 +98,10 @@ def test_manifest_and_documented_config_validate(tmp_path: Path) -> None:
 
 
 def test_check_hook_resolves_bases_from_the_whole_repo(repo: Path) -> None:
-    result = hook("contractfix", repo, [f"{MODELS}/branch.py", "README.md"])
+    result = hook("contractfix", repo, [f"{MODELS}/derived_lm.py", "README.md"])
     assert result.returncode == 1, result.stdout + result.stderr
-    assert f"{MODELS}/trunk.py:" in result.stdout and '"residual"' in result.stdout
-    assert f"{MODELS}/branch.py:" in result.stdout
+    assert f"{MODELS}/base_lm.py:" in result.stdout and '"residual"' in result.stdout
+    assert f"{MODELS}/derived_lm.py:" in result.stdout
     assert "1 file(s) scanned" in result.stdout
 
 
@@ -152,15 +112,15 @@ def test_check_hook_finds_the_registry_from_the_whole_repo(repo: Path) -> None:
 
 
 def test_check_hook_passes_clean_files(repo: Path) -> None:
-    result = hook("contractfix", repo, [f"{MODELS}/trunk.py", f"{MODELS}/registry.py", "vllm/sequence.py"])
+    result = hook("contractfix", repo, [f"{MODELS}/base_lm.py", f"{MODELS}/registry.py", "vllm/sequence.py"])
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_fix_hook_fixes_only_the_files_passed(repo: Path) -> None:
-    before = {name: (repo / name).read_text("utf-8") for name in TREE}
+    before = {p: p.read_bytes() for p in repo.rglob("*.py")}
     result = hook("contractfix-fix", repo, [f"{MODELS}/owl.py"])
     assert result.returncode == 0, result.stdout + result.stderr
-    changed = {name for name in TREE if (repo / name).read_text("utf-8") != before[name]}
+    changed = {p.relative_to(repo).as_posix() for p in before if p.read_bytes() != before[p]}
     assert changed == {f"{MODELS}/owl.py"}
     assert "intermediate_tensors: IntermediateTensors | None = None" in (repo / MODELS / "owl.py").read_text("utf-8")
     assert hook("contractfix", repo, [f"{MODELS}/owl.py"]).returncode == 0
@@ -176,12 +136,12 @@ def test_try_repo_installs_and_runs_the_hooks_offline(repo: Path, tmp_path: Path
         "PIP_NO_BUILD_ISOLATION": "0",
     }
 
-    command = [sys.executable, "-m", "pre_commit", "try-repo", str(ROOT), "--files", f"{MODELS}/branch.py", f"{MODELS}/owl.py"]
+    command = [sys.executable, "-m", "pre_commit", "try-repo", str(ROOT), "--files", f"{MODELS}/derived_lm.py", f"{MODELS}/owl.py"]
     result = subprocess.run(command, cwd=repo, env=env, capture_output=True, text=True, timeout=300)
     out = result.stdout
     assert result.returncode == 1, out + result.stderr
     start, middle = out.index("- hook id: contractfix\n"), out.index("- hook id: contractfix-fix\n")
     check, fix = out[start:middle], out[middle:]
-    assert f"{MODELS}/trunk.py:" in check and "registered OwlModel" in check
+    assert f"{MODELS}/base_lm.py:" in check and "registered OwlModel" in check
     assert "files were modified by this hook" in fix
     assert "= None" in (repo / MODELS / "owl.py").read_text("utf-8")

@@ -19,8 +19,7 @@ class Terminal(io.StringIO):
 
 
 @pytest.fixture
-def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("CONTRACTFIX_CACHE_DIR", str(tmp_path / "facts-cache"))
+def tree(tmp_path: Path) -> Path:
     return copy_example(tmp_path / "repo")
 
 

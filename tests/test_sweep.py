@@ -24,7 +24,6 @@ from tests.gitrepo import (
     show,
 )
 
-pytest_plugins = ["tests.gitfixtures"]
 pytestmark = pytest.mark.usefixtures("git_env")
 
 
@@ -75,7 +74,7 @@ def test_users_checkout_is_untouched_byte_for_byte(repo):
     result = run(repo)
     assert checkout_state(repo) == before
     assert result.status == "created"
-    assert any("uncommitted changes" in n for n in result.notes)
+    assert any("uncommitted or untracked files" in n for n in result.notes)
     assert result.files == [GEMMA_LITE, STEP_LITE]
 
 

@@ -17,7 +17,6 @@ from cli import app
 from codemods.sweep import DEFAULT_BRANCH
 from tests.gitrepo import GEMMA_LITE, STEP_LITE
 
-pytest_plugins = ["tests.gitfixtures"]
 pytestmark = pytest.mark.usefixtures("git_env")
 
 FAKE_GH = """#!{python}

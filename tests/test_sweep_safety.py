@@ -17,7 +17,6 @@ from codemods.git import GitError
 from codemods.sweep import DEFAULT_BRANCH, SweepRequest, sweep
 from tests.gitrepo import checkout_state
 
-pytest_plugins = ["tests.gitfixtures"]
 pytestmark = pytest.mark.usefixtures("git_env")
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -14,7 +14,6 @@ from codemods.smoke import CheckRecord, SmokeReport, Status
 from codemods.sweep import DEFAULT_BRANCH, SweepRequest, sweep
 from tests.gitrepo import GEMMA_LITE, STEP_LITE
 
-pytest_plugins = ["tests.gitfixtures"]
 pytestmark = pytest.mark.usefixtures("git_env")
 
 

@@ -8,7 +8,7 @@ from urllib.parse import quote
 
 from .. import __version__
 from ..findings import Finding, Report
-from ..rules import ALL
+from ..rules import ALL, Rule
 from ..rules.docs import explain_text
 from . import relative
 from .replacements import Replacement, per_finding
@@ -62,7 +62,7 @@ def document(
     return {"$schema": SCHEMA, "version": VERSION, "runs": [run]}
 
 
-def _rule(rule) -> dict:
+def _rule(rule: Rule) -> dict:
     return {
         "id": rule.code,
         "name": rule.name,

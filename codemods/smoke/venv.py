@@ -97,7 +97,7 @@ def setup(env: ManagedEnv | None = None, echo: Callable[[str], None] = print) ->
 def _build(env: ManagedEnv, echo: Callable[[str], None]) -> dict[str, str]:
     if sys.version_info < (3, 11):
         raise SetupError(f"vLLM needs Python >= 3.11; contractfix runs on {sys.version.split()[0]}")
-    pip = [str(env.python), "-m", "pip", "install", "--disable-pip-version-check", "--no-input"]
+    pip = [str(env.python), "-m", "pip", "install", "--disable-pip-version-check", "--no-input", "--no-compile"]
     steps = [
         ("create virtualenv", [sys.executable, "-m", "venv", str(env.root)]),
         (f"install {recipe.TORCH} and vLLM's CPU-side dependencies", [*pip, recipe.TORCH, *recipe.REQUIREMENTS]),

@@ -8,7 +8,7 @@ import os
 from hypothesis import HealthCheck, settings
 
 PROFILE_ENV = "CONTRACTFIX_HYPOTHESIS_PROFILE"
-_COMMON = dict(deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+_COMMON = {"deadline": None, "database": None, "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large]}
 
 settings.register_profile("default", max_examples=40, derandomize=True, **_COMMON)
 settings.register_profile("long", max_examples=1500, **_COMMON)

@@ -50,7 +50,7 @@ class Signature:
     def it(self) -> Param:
         return next(p for p in self.params if p.name == "intermediate_tensors")
 
-    def with_param(self, name: str, **changes) -> "Signature":
+    def with_param(self, name: str, **changes) -> Signature:
         return replace(self, params=tuple(replace(p, **changes) if p.name == name else p for p in self.params))
 
 

@@ -7,7 +7,15 @@ from dataclasses import replace
 from hypothesis import strategies as st
 
 from codemods.rules import ALL
-from tests.property.modelgen import Family, KeyList, Module, Param, Signature, Tree, Violation
+from tests.property.modelgen import (
+    Family,
+    KeyList,
+    Module,
+    Param,
+    Signature,
+    Tree,
+    Violation,
+)
 
 KEYS = ("hidden_states", "residual", "aux_hidden", "per_layer_inputs", "pre_mix", "deepstack_0")
 STEMS = ("alpha", "bravo")

@@ -3,7 +3,8 @@ the healthy twin byte for byte where the fix is exact, and a fixed point (a seco
 
 from __future__ import annotations
 
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from codemods.findings import Applicability
 from tests.property import workspace

@@ -6,9 +6,10 @@ while a stage is built and while it runs. Workarounds that make real vLLM model 
 - every CustomOp goes to its torch-native path on CPU (the stock wheel has no CPU kernels);
 - attention is plain causal SDPA: with no attention metadata vLLM's layer returns an
   uninitialised buffer, so this check covers the PP plumbing, not vLLM's attention kernels;
-- weights are re-drawn per parameter name (the dummy loader gives every tensor the same tiny
-  values, so a wrong residual would hardly change the output); names are global, so every PP
-  layout gets the same weights;
+- the dummy loader draws each weight from its global parameter name (vLLM's gives every tensor
+  the same tiny values, so a wrong residual would hardly change the output); every PP layout
+  gets the same weights, set before `process_weights_after_loading` as a checkpoint's would be
+  (a CPU-kernel build prepacks linear weights there);
 - one VllmConfig per model instance (attention layers register by name in it).
 """
 
@@ -49,11 +50,14 @@ def pp_rank(rank: int, size: int):
 
 
 def patch_runtime(device: str) -> None:
-    """Process-wide patches, once: SDPA attention; no-op accelerator calls on a CPU-only torch."""
+    """Process-wide patches, once: SDPA attention, name-keyed dummy weights, and no-op
+    accelerator calls on a CPU-only torch."""
     import torch
     from vllm.model_executor.layers.attention import attention
+    from vllm.model_executor.model_loader.dummy_loader import DummyModelLoader
 
     attention.Attention.forward = _sdpa_forward
+    DummyModelLoader.load_weights = lambda self, model, model_config: _draw_weights(model)
     if device == "cpu" and not torch.accelerator.is_available():
         torch.accelerator.empty_cache = lambda *a, **k: None
         torch.accelerator.synchronize = lambda *a, **k: None
@@ -150,11 +154,10 @@ def build(config_dir: str, device: str, rank: int, size: int) -> Stage:
     with set_current_vllm_config(cfg), pp_rank(rank, size):
         model = get_model(vllm_config=cfg)
     model.eval()
-    _redraw_weights(model)
     return Stage(cfg, model, rank, size)
 
 
-def _redraw_weights(model) -> None:
+def _draw_weights(model) -> None:
     import torch
 
     with torch.no_grad():
