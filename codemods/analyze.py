@@ -23,7 +23,8 @@ ATTR = "make_empty_intermediate_tensors"
 FACTORY = "make_empty_intermediate_tensors_factory"
 IT = "intermediate_tensors"
 DYNAMIC_BUILDERS = {"init_vllm_registered_model", "build_model", "_init_model", "init_model"}
-RANK_WORDS = ("is_first_rank", "is_last_rank", "get_pp_group", "pp_group", IT, "pp_rank", "pp_size")
+RANK_WORDS = ("is_first_rank", "is_last_rank", "get_pp_group", "pp_group", IT, "pp_rank", "pp_size",
+              "start_layer", "end_layer")  # a rank's layer range (make_layers) is per rank, not configuration
 SUPPRESSION = re.compile(r"#\s*contractfix:\s*ignore\[([A-Z0-9,\s]+)\]")
 
 

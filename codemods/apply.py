@@ -95,13 +95,13 @@ def write_atomic(path: Path, result: Rewrite) -> None:
     """
     info = path.lstat()
     if stat.S_ISLNK(info.st_mode):
-        raise FixError("is a symbolic link; not written (fix the file it points to)")
+        raise FixError("is a symbolic link (fix the file it points to)")
     if not stat.S_ISREG(info.st_mode):
-        raise FixError("is not a regular file; not written")
+        raise FixError("is not a regular file")
     if not info.st_mode & 0o222 or not os.access(path, os.W_OK):
-        raise FixError("is read-only; not written")
+        raise FixError("is read-only")
     if info.st_nlink > 1:
-        raise FixError("has other hard links; not written (replacing it would split them)")
+        raise FixError("has other hard links (replacing it would split them)")
     _check_unchanged(path, result.before)
     fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".contractfix", dir=path.parent)
     try:
@@ -129,7 +129,7 @@ def _check_unchanged(path: Path, before: bytes) -> None:
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
     with os.fdopen(fd, "rb") as handle:
         if not stat.S_ISREG(os.fstat(fd).st_mode) or handle.read() != before:
-            raise FixError("changed on disk since it was analyzed; not written")
+            raise FixError("changed on disk since it was analyzed")
 
 
 def edits_of(findings: list[Finding]) -> dict[Path, list[Edit]]:

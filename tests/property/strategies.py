@@ -118,6 +118,7 @@ def families(draw, stem: str) -> Family:
         wrapper_base=split and draw(st.booleans()),
         relative_import=draw(st.booleans()),
         guarded_output=draw(st.booleans()),
+        layer_range=draw(st.booleans()),
     )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.property import workspace
+from tests.property.modelgen import Family, KeyList, Module, Param, Signature, Tree, Violation, render
 
 MODELS = "vllm/model_executor/models"
 
@@ -53,3 +54,118 @@ def test_draft_head_forward_needs_a_none_default() -> None:
     with workspace.on_disk(files) as root:
         report = workspace.check(root)
     assert [(f.rule, f.cls) for f in report.findings] == [("PP002", "TinyMTP")]
+
+
+def _conditional_family() -> Family:
+    it = Param("intermediate_tensors", "IntermediateTensors | None", "None")
+    sig = Signature((Param("input_ids", "torch.Tensor"), Param("positions", "torch.Tensor"), it))
+    return Family(
+        stem="alpha", keys=("hidden_states",), reads=("hidden_states",), read_style="subscript",
+        producer="factory", keylist=KeyList(), conditional="residual", inner_sig=sig, wrapper_sig=sig,
+        split=False, wrapper_base=False, relative_import=False, guarded_output=False,
+    )
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="PP001 proves that the `if self.use_residual:` branch's factory lacks \"residual\" (sent "
+    "under the same condition) but never fixes a factory assigned in if/else branches; adding the "
+    "key to that branch's literal list would. Found by the mutation round-trip (vllm/models/hy_v4).",
+)
+def test_per_branch_missing_key_is_fixed_in_its_branch() -> None:
+    tree = Tree((_conditional_family(),), Module(), registry=False)
+    broken = render(tree, Violation(0, "drop_conditional_key", "PP001", frozenset({"AlphaModel"}), True, True))
+    with workspace.on_disk(broken) as root:
+        workspace.fix(root)
+        assert workspace.read_back(root, broken) == render(tree)
+
+
+HEADER = '''\
+from torch import nn
+
+from vllm.distributed import get_pp_group
+from vllm.model_executor.models.utils import make_empty_intermediate_tensors_factory
+from vllm.sequence import IntermediateTensors
+'''
+
+AUX_PACKING = HEADER + '''
+
+class AuxModel(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.make_empty_intermediate_tensors = make_empty_intermediate_tensors_factory(
+            ["hidden_states", "residual", "unused_buffer"], config.hidden_size
+        )
+
+    def forward(self, input_ids, positions, intermediate_tensors=None):
+        if get_pp_group().is_first_rank:
+            hidden_states, residual = self.embed(input_ids), None
+        else:
+            hidden_states = intermediate_tensors["hidden_states"]
+            residual = intermediate_tensors["residual"]
+        aux_hidden_states = self.collect_remote_aux_hidden_states(intermediate_tensors)
+        if not get_pp_group().is_last_rank:
+            return IntermediateTensors(
+                {
+                    "hidden_states": hidden_states,
+                    "residual": residual,
+                    **self.pack_local_aux_hidden_states(aux_hidden_states),
+                }
+            )
+        return hidden_states
+'''
+
+SILENT_SENDER = HEADER + '''
+
+class Encoder(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.make_empty_intermediate_tensors = make_empty_intermediate_tensors_factory(
+            ["hidden_states", "unused_buffer"], config.hidden_size
+        )
+
+    def forward(self, hidden_states, position_ids):
+        if not get_pp_group().is_last_rank:
+            return IntermediateTensors({"hidden_states": hidden_states})
+        return hidden_states
+
+
+class GlmModel(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.encoder = Encoder(config)
+        self.make_empty_intermediate_tensors = self.encoder.make_empty_intermediate_tensors
+
+    def forward(self, input_ids, positions, intermediate_tensors=None):
+        if get_pp_group().is_first_rank:
+            hidden_states = self.embed(input_ids)
+        else:
+            hidden_states = intermediate_tensors["hidden_states"]
+        return self.encoder(hidden_states, positions)
+'''
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="`**self.pack_local_aux_hidden_states(...)` (and collect_remote_aux_hidden_states) make the "
+    "sent and read keys unknown, so PP003 cannot report an allocated key that is never sent; these "
+    "keys are the runtime aux family (aux_hidden_states_{i}), never a factory key. Found by the "
+    "mutation round-trip (llama.py, qwen2.py, sarvam.py, minimax_m3).",
+)
+def test_unsent_key_is_found_beside_aux_packing() -> None:
+    with workspace.on_disk({f"{MODELS}/aux_model.py": AUX_PACKING}) as root:
+        report = workspace.check(root)
+    assert [(f.rule, f.keys, bool(f.fix)) for f in report.findings] == [("PP003", ("unused_buffer",), True)]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the factory's class sends from a forward that does not take intermediate_tensors (the "
+    "wrapper reads them and calls it with hidden states); traffic follows only calls that pass "
+    "intermediate_tensors, so its sends are invisible and PP003 stays silent. Found by the "
+    "mutation round-trip (chatglm.py GLMTransformer).",
+)
+def test_unsent_key_is_found_when_the_sender_does_not_receive() -> None:
+    with workspace.on_disk({f"{MODELS}/glm.py": SILENT_SENDER}) as root:
+        report = workspace.check(root)
+    assert [(f.rule, f.keys, bool(f.fix)) for f in report.findings] == [("PP003", ("unused_buffer",), True)]

@@ -76,7 +76,9 @@ def test_contract_tier_without_vllm_is_a_setup_error(fixed_example: Path, no_vll
     [
         (["--tier", "static"], "name changed model files, or an architecture with --arch"),
         (["--tier", "gpu", "x.py"], "unknown tier 'gpu'"),
-        (["--tier", "contract", "--python", "/nonexistent/python", "x.py"], "no such file"),
+        (["--tier", "contract", "--python", "/nonexistent/python", __file__], "--python /nonexistent/python: no such"),
+        (["--tier", "static", "/nonexistent/model.py"], "not a file (smoke takes changed model files)"),
+        (["--tier", "static", "."], "not a file (smoke takes changed model files): ."),
     ],
 )
 def test_usage_and_setup_errors_exit_2(args: list[str], message: str) -> None:
@@ -98,3 +100,13 @@ def test_setup_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     second = runner.invoke(app, ["smoke", "--setup"])
     assert (first.exit_code, second.exit_code) == (0, 0)
     assert "smoke environment created" in first.output and "smoke environment reused" in second.output
+
+
+def test_config_must_name_its_architectures(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text('{"hidden_size": 64}')
+    result = runner.invoke(app, ["smoke", "--tier", "static", "--config", str(tmp_path), __file__])
+    assert result.exit_code == 2 and "config.json names no architectures" in result.output
+    (tmp_path / "config.json").write_text('{"architectures": ["LlamaForCausalLM"]}')
+    result = runner.invoke(app, ["smoke", "--tier", "static", "--config", str(tmp_path), "--arch", "Gemma3ForCausalLM",
+                                 __file__])
+    assert result.exit_code == 2 and "does not list Gemma3ForCausalLM" in result.output

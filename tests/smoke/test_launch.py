@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from codemods.smoke.errors import SetupError
 from codemods.smoke.launch import NO_PYTHON, find_python, probe, run_harness
 from codemods.smoke.records import Status
 from codemods.smoke.targets import select_targets
-from codemods.smoke.tier_contract import expected_checks, run_contract
+from codemods.smoke.tier_contract import UserConfig, expected_checks, run_contract
 from codemods.smoke.tier_engine import engine_env, run_engine
 from codemods.smoke.tiers import Machine
-from codemods.smoke.errors import SetupError
 
 from .fakes import fake_python, record, vllm_tree
 
@@ -135,3 +135,18 @@ def test_run_harness_passes_results_and_outputs_files(tmp_path: Path) -> None:
     python = fake_python(tmp_path, {"records": [record("A", "build", "pass", 1, None)]})
     result = run_harness(python, "contract", {"device": "cpu", "units": []}, timeout=30)
     assert [r.check for r in result.records] == ["build"] and result.problem == ""
+
+
+def test_a_user_config_goes_to_the_architectures_it_lists(tmp_path: Path, models: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    targets = select_targets([models / "tiny_llama.py"])
+    copy = tmp_path / "plan.json"
+    monkeypatch.setenv("FAKE_PLAN_COPY", str(copy))
+    config = UserConfig("/cfg/config.json", {"architectures": ["TinyLlamaForCausalLM"], "num_hidden_layers": 4})
+    run_contract(targets, _machine(fake_python(tmp_path, {})), config=config)
+    (unit,) = json.loads(copy.read_text())["units"]
+    by_arch = {t["arch"]: t for t in unit["targets"]}
+    assert by_arch["TinyLlamaForCausalLM"]["config"] == config.values
+    assert by_arch["TinyLlamaForCausalLM"]["config_source"] == "/cfg/config.json"
+    assert by_arch["TinyLlamaForCausalLM"]["notes"] == ["also registered as TinyAliasForCausalLM, TinyLlamaModel"]
+    assert by_arch["TinyLlamaEmbed"]["config"] is None

@@ -95,6 +95,6 @@ def test_ctrl_c_kills_the_group_and_propagates(stand_in: Path, tmp_path: Path) -
 
 
 def test_the_child_leads_its_own_process_group(tmp_path: Path) -> None:
-    done = run([sys.executable, "-c", "import os; print(os.getpgid(0) == os.getpid(), os.getpgid(0) != %d)" % os.getpgid(0)],
-               timeout=30)
+    code = f"import os; print(os.getpgid(0) == os.getpid(), os.getpgid(0) != {os.getpgid(0)})"
+    done = run([sys.executable, "-c", code], timeout=30)
     assert done.stdout.split() == ["True", "True"]

@@ -25,7 +25,6 @@ ENV_DEFAULTS = {
 
 def probe() -> dict:
     """Versions and hardware, without importing vLLM (cheap): decides which tiers can run."""
-    import importlib.metadata
     import importlib.util
 
     spec = importlib.util.find_spec("vllm")

@@ -129,7 +129,7 @@ def defaults_for(arch: str) -> tuple[str, dict, str]:
     cls = _CONFIG_REGISTRY[model_type] if model_type in _CONFIG_REGISTRY else CONFIG_MAPPING[model_type]
     try:
         config = cls()
-    except Exception as exc:  # noqa: BLE001 - any failure means: cannot derive a config
+    except Exception as exc:
         raise NoConfigClass(f"{cls.__name__}() cannot be built with its defaults: {exc}") from exc
     return model_type, config.to_dict(), f"{cls.__name__} ({model_type}, {how})"
 
@@ -154,11 +154,12 @@ def _model_type_from_transformers(arch: str, modeling_auto) -> str | None:
 
 
 def _model_type_from_vllm(arch: str, registry) -> str | None:
-    for model_type in list(registry):
-        try:
-            cls = registry[model_type]
-        except Exception:  # noqa: BLE001 - one broken lazy entry must not hide the others
-            continue
-        if arch in (getattr(cls, "architectures", None) or ()):
-            return model_type
-    return None
+    return next((t for t in list(registry) if arch in _architectures(registry, t)), None)
+
+
+def _architectures(registry, model_type: str) -> tuple[str, ...]:
+    """What a vLLM config class (imported lazily) names as its architectures; () if it fails to import."""
+    try:
+        return tuple(getattr(registry[model_type], "architectures", None) or ())
+    except Exception:  # noqa: BLE001 - one broken lazy entry must not hide the others
+        return ()

@@ -137,7 +137,7 @@ def _installed_class(target: dict):
     import importlib.machinery
     import importlib.util
 
-    parent, _, leaf = target["module"].rpartition(".")
+    parent = target["module"].rpartition(".")[0]
     try:
         search = importlib.import_module(parent).__path__
         spec = importlib.machinery.PathFinder.find_spec(target["module"], search)
@@ -234,7 +234,7 @@ def _pp_checks(config_dir: str, device: str, size: int, reference, emit: Emitter
 
 def _factory_keys(run: Pipeline, emit: Emitter) -> None:
     bad = [(r, a, s) for r, a, s in run.pairs if a != s]
-    rank, allocated, sent = (bad or run.pairs or [(0, [], [])])[0]
+    _, allocated, sent = (bad or run.pairs or [(0, [], [])])[0]
     keys = {"allocated": allocated, "sent": sent}
     if bad:
         lines = [f"rank {r}: make_empty_intermediate_tensors allocates {a}, rank {r - 1} sent {s}"

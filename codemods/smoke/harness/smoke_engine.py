@@ -60,16 +60,16 @@ def _write_config(target: dict, device: str, folder: str) -> None:
 def _engine(config_dir: str, size: int, device: str):
     from vllm import LLM
 
-    options = dict(
-        model=config_dir,
-        load_format="dummy",
-        max_model_len=64,
-        skip_tokenizer_init=True,
-        dtype="float32",
-        seed=0,
-        gpu_memory_utilization=0.3,
-        pipeline_parallel_size=size,
-    )
+    options = {
+        "model": config_dir,
+        "load_format": "dummy",
+        "max_model_len": 64,
+        "skip_tokenizer_init": True,
+        "dtype": "float32",
+        "seed": 0,
+        "gpu_memory_utilization": 0.3,
+        "pipeline_parallel_size": size,
+    }
     if size > 1:
         options["distributed_executor_backend"] = "mp"
     if device == "cpu" and size > 1:

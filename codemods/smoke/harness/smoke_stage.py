@@ -95,7 +95,10 @@ def init_distributed(cfg, device: str) -> None:
     if _DIST_READY:
         return
     from vllm.config import set_current_vllm_config
-    from vllm.distributed.parallel_state import ensure_model_parallel_initialized, init_distributed_environment
+    from vllm.distributed.parallel_state import (
+        ensure_model_parallel_initialized,
+        init_distributed_environment,
+    )
     from vllm.utils.network_utils import get_open_port
 
     with set_current_vllm_config(cfg):
