@@ -25,6 +25,9 @@ IT = "intermediate_tensors"
 DYNAMIC_BUILDERS = {"init_vllm_registered_model", "build_model", "_init_model", "init_model"}
 RANK_WORDS = ("is_first_rank", "is_last_rank", "get_pp_group", "pp_group", IT, "pp_rank", "pp_size",
               "start_layer", "end_layer")  # a rank's layer range (make_layers) is per rank, not configuration
+AUX_PACKERS = {"pack_local_aux_hidden_states"}
+AUX_COLLECTORS = {"collect_remote_aux_hidden_states"}
+AUX_PATTERN = "aux_hidden_states_*"
 SUPPRESSION = re.compile(r"#\s*contractfix:\s*ignore\[([A-Z0-9,\s]+)\]")
 
 
@@ -447,9 +450,15 @@ class _FunctionAnalyzer:
         return [KeyUse(None, call.lineno, guard)]
 
     def _dict_keys(self, node: ast.Dict, guard: Guard) -> list[KeyUse]:
+        """Literal keys; `**spread` is unknown, except EAGLE-3's aux packing, whose keys follow
+        `AUX_PATTERN` (the runner allocates them itself, vllm-pp-contract A.2.5)."""
         return [
-            KeyUse(_const_str(k) if k is not None else None, getattr(k, "lineno", node.lineno), guard)
-            for k in node.keys
+            KeyUse(
+                _const_str(k) if k is not None else _spread_pattern(v),
+                getattr(k, "lineno", node.lineno) if k is not None else v.lineno,
+                guard,
+            )
+            for k, v in zip(node.keys, node.values)
         ]
 
     def _passes_it(self, call: ast.Call) -> bool:
@@ -513,7 +522,9 @@ class _FunctionAnalyzer:
             return
         if self._passes_it(node):
             chain = dotted(func)
-            if chain:
+            if chain and chain[-1] in AUX_COLLECTORS:
+                self.facts.reads.append(KeyUse(AUX_PATTERN, node.lineno, guard))
+            elif chain:
                 self.facts.calls.append(Call(chain, node.lineno, guard))
 
 
@@ -560,6 +571,12 @@ def _first_alteration(name: str, body: list[ast.stmt]) -> int:
         if uses(stmt):
             return stmt.lineno
     return 0
+
+
+def _spread_pattern(value: ast.expr) -> str | None:
+    if isinstance(value, ast.Call) and (dotted(value.func) or ("",))[-1] in AUX_PACKERS:
+        return AUX_PATTERN
+    return None
 
 
 def _is_it_ctor(node: ast.expr) -> bool:

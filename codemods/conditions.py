@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from itertools import product
 
 from .facts import Guard
@@ -48,8 +49,15 @@ def assignments(conditions: list[str]) -> list[dict[str, bool]]:
     return [dict(zip(conditions, values)) for values in product((True, False), repeat=len(conditions))]
 
 
+def is_pattern(key: str) -> bool:
+    """Keys like `aux_hidden_states_*` stand for a family the runner allocates at run time."""
+    return "*" in key
+
+
 def missing(needed: list[Side], have: Side) -> Verdict | None:
-    """Keys of `needed` (union) not in `have`, per configuration. None when it cannot be decided."""
+    """Literal keys of `needed` (union) not in `have`, per configuration; a key matched by a
+    pattern of `have` is there, and patterns needed are the runner's own. None when it cannot
+    be decided."""
     conditions = atoms(*needed, have)
     if len(conditions) > MAX_CONDITIONS:
         return None
@@ -58,7 +66,12 @@ def missing(needed: list[Side], have: Side) -> Verdict | None:
         want: set[str] = set()
         for side in needed:
             want |= keys_under(side, assignment)
-        per_config.append(want - keys_under(have, assignment))
+        have_keys = keys_under(have, assignment)
+        patterns = [k for k in have_keys if is_pattern(k)]
+        per_config.append({
+            k for k in want - have_keys
+            if not is_pattern(k) and not any(fnmatchcase(k, p) for p in patterns)
+        })
     always = set.intersection(*per_config) if per_config else set()
     sometimes = set.union(*per_config) - always if per_config else set()
     need_atoms = set(atoms(*needed))

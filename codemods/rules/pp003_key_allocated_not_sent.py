@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from fnmatch import fnmatchcase
 from pathlib import Path
 
 from ..conditions import missing
@@ -62,14 +63,14 @@ def _finding(ctx: Context, ref, alloc, traffic, keys, agree: bool) -> Finding:
     path = owner.module.path
     line, column = producer.list_line or producer.line, producer.list_column or producer.column
     quoted = quote_keys(keys)
-    read = {u.use.key for u in traffic.reads.uses}
+    read = {k for k in keys for u in traffic.reads.uses if u.use.key and fnmatchcase(k, u.use.key)}
     why = ""
     if not agree:
         why = "classes sharing this factory send different keys"
     elif producer.kind != "factory" or len(alloc.sites) > 1 or producer.guard:
         why = "the keys are not a single unconditional factory list"
-    elif not traffic.reads.complete or read & set(keys):
-        why = "the key is read on non-first ranks" if read & set(keys) else "the keys read are not all known"
+    elif read or not traffic.reads.complete:
+        why = "the key is read on non-first ranks" if read else "the keys read are not all known"
     elif not ctx.editable(path):
         why = f"the factory lives in {path}, outside the checked paths"
     fix = None if why else Fix(

@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from cli import app
 
-from .vllm_copies import MODELS, MUTATIONS, Copy, commit, make_copy
+from .vllm_copies import MODELS, MUTATIONS, Copy, make_copy
 
 pytestmark = pytest.mark.vllm
 
@@ -48,24 +48,12 @@ def broken(copies, tmp_path_factory) -> tuple[int, dict]:
     return _smoke([c.path for c in copies.values()], out)
 
 
-NOT_FIXED_BY_CONTRACTFIX = {("llama", "extra-key")}
-"""Copies `contractfix fix` leaves alone; a human's fix is committed instead (so the static tier's
-diff is empty). PP003 removes an extra factory key only when the keys sent are known exactly, and
-LlamaModel's are not (its EAGLE aux states): the contract tier catches what the static check cannot."""
-
-
 @pytest.fixture(scope="session")
 def fixed(copies, broken, tmp_path_factory) -> tuple[int, dict]:
     """`contractfix fix` on every broken copy (after the broken run), then one smoke of them all."""
-    for key, copy in copies.items():
-        broken_text = copy.path.read_text()
+    for copy in copies.values():
         result = runner.invoke(app, ["fix", str(copy.path)])
-        if key in NOT_FIXED_BY_CONTRACTFIX:
-            assert copy.path.read_text() == broken_text, f"contractfix fix now fixes {key}: drop it from the list"
-            copy.path.write_text(copy.original)
-            commit(copy.path, "fixed by hand")
-        else:
-            assert result.exit_code == 0, result.output
+        assert result.exit_code == 0, result.output
     out = tmp_path_factory.mktemp("reports") / "fixed.json"
     return _smoke([c.path for c in copies.values()], out, "--allow-skip")
 
@@ -133,8 +121,7 @@ def test_each_fixed_copy_passes_every_check_at_pp_2_and_3(model, mutation, copie
     assert {key: r["status"] for key, r in records.items()} == {key: "pass" for key in expected}
     assert records[("contract", "keys-read", 3)]["keys"]["received"] == ["hidden_states", "residual"]
     scope = records[("static", "diff-scope", None)]["reason"]
-    assert scope == ("unchanged since HEAD" if (model, mutation) in NOT_FIXED_BY_CONTRACTFIX
-                     else "every change since HEAD is a fix's")
+    assert scope == "every change since HEAD is a fix's"
     assert re.search(r"max \|PP chain - PP=1\| = 0\.00e\+00", records[("contract", "chain-equals-pp1", 3)]["reason"])
 
 
