@@ -169,7 +169,8 @@ def run(argv: list[str], env: dict, cwd: str) -> float:
 
 
 def run_sampled(argv: list[str], env: dict, cwd: str, interval: float = 0.01) -> float:
-    """Peak of the summed resident memory of the process and all its descendants, in MB."""
+    """Peak of the summed resident memory of the process and all its descendants, in MB (at least
+    the largest single process's peak, which the kernel reports when the process is reaped)."""
     process = psutil.Popen(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     peak = 0
     done = threading.Event()
@@ -186,10 +187,10 @@ def run_sampled(argv: list[str], env: dict, cwd: str, interval: float = 0.01) ->
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
-    process.wait()
+    _, _, usage = os.wait4(process.pid, 0)
     done.set()
     sampler.join()
-    return peak / 2**20
+    return max(peak, usage.ru_maxrss * 1024) / 2**20
 
 
 def _rss(process: psutil.Process) -> int:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import libcst as cst
 
-from .add_factory_keys import string_values
 from .base import EditTransformer
 from .layout import append
 
@@ -15,11 +14,7 @@ class CloneDictEntry(EditTransformer):
     kind = "clone_entry"
 
     def leave_Dict(self, original: cst.Dict, updated: cst.Dict) -> cst.BaseExpression:
-        edit = next(
-            (e for e in self.edits if e not in self.applied and self.start_line(original) == e.line
-             and string_values(original) == tuple(e.args[0])),
-            None,
-        )
+        edit = self.literal_edit(original)
         if edit is None:
             return updated
         self.touch(original, edit)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import libcst as cst
 
-from .add_factory_keys import string_values
 from .layout import _closer, _set_closer
 from .base import EditTransformer
 
@@ -21,11 +20,7 @@ class RemoveFactoryKeys(EditTransformer):
         return self._remove(original, updated)
 
     def _remove(self, original, updated):
-        edit = next(
-            (e for e in self.edits if e not in self.applied and self.start_line(original) == e.line
-             and string_values(original) == tuple(e.args[0])),
-            None,
-        )
+        edit = self.literal_edit(original)
         if edit is None:
             return updated
         self.touch(original, edit)
