@@ -236,12 +236,13 @@ def _entries(session: Session, subjects: list[ClassRef]) -> tuple[list[ClassRef]
         return [r for r in subjects if "SupportsPP" in index.base_names(r)], False
     root = root_of(session.registry)
     names = {c.name for m in session.targets for c in m.classes.values()}
+    subclass = _subclass_pattern(names)
     entries: list[ClassRef] = []
     for entry in load_registry(session.registry):
         if DRAFT_TABLE in entry.table:
             continue
         known = index.by_name.get(entry.module) is not None or entry.cls in names
-        if not known and not _subclasses_any(root, entry.module, names):
+        if not known and not _matches(root, entry.module, subclass):
             continue
         for ref in index.lookup(entry.module, entry.cls):
             if ref not in entries:
@@ -249,18 +250,22 @@ def _entries(session: Session, subjects: list[ClassRef]) -> tuple[list[ClassRef]
     return entries, True
 
 
-CLASS_HEADER = re.compile(rb"^\s*class\s+\w+\s*\(([^)]*)\)", re.M)
-NAME = re.compile(rb"\w+")
+def _subclass_pattern(names: set[str]) -> re.Pattern | None:
+    """A class header with a base named in `names` (one C-level search per file)."""
+    if not names:
+        return None
+    alternatives = b"|".join(re.escape(n.encode()) for n in sorted(names))
+    return re.compile(rb"^[ \t]*class\s+\w+\s*\([^)]*\b(?:" + alternatives + rb")\b", re.M)
 
 
-def _subclasses_any(root: Path, module: str, names: set[str]) -> bool:
-    """Whether a module (not among the targets) defines a class with a base named in `names`."""
+def _matches(root: Path, module: str, pattern: re.Pattern | None) -> bool:
+    """Whether a module (not among the targets) defines a subclass of a target class."""
+    if pattern is None:
+        return False
     base = root.joinpath(*module.split("."))
     for candidate in (base.with_suffix(".py"), base / "__init__.py"):
         try:
-            data = candidate.read_bytes()
+            return bool(pattern.search(candidate.read_bytes()))
         except OSError:
             continue
-        bases = {n.decode() for header in CLASS_HEADER.findall(data) for n in NAME.findall(header)}
-        return bool(bases & names)
     return False

@@ -13,7 +13,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import click
 import pytest
 import typer
 import yaml
@@ -36,7 +35,7 @@ def action_step(name: str) -> dict:
     return next(s for s in load(ACTION)["runs"]["steps"] if s.get("name") == name)
 
 
-def parse(command: str, args: list[str]) -> click.Context:
+def parse(command: str, args: list[str]):
     """Parse `args` as the CLI would for `command` (unknown options and bad values raise)."""
     return COMMANDS[command].make_context(command, list(args))
 

@@ -75,18 +75,20 @@ def _draft(tables: set[str]) -> bool:
     return bool(tables) and all("SPECULATIVE" in t for t in tables)
 
 
-def known_cause(kind: str, tables: set[str], mutant: Mutant) -> str:
+def known_cause(kind: str, tables: set[str], mutant: Mutant, findings: list) -> str:
     """Why a mutant may not be restored today: a cause reported to the rule owners, each with a
-    strict expected-failure example in tests/property/test_regressions.py (empty: none)."""
+    strict expected-failure example in tests/property/test_regressions.py, or a refusal by design
+    (empty: none)."""
     if kind == "drop_none_default" and _draft(tables):
         return ("draft heads are not PP002 entries (engine._entries skips the speculative-decoding "
                 "table), yet the drafters call them without intermediate_tensors")
     if kind in ("drop_last_key", "add_unsent_key") and mutant.guarded:
         return ("a factory assigned in if/else branches is never fixed, even when the per-branch "
                 "mismatch is proven (PP001/PP003 report it without a fix)")
-    if kind == "add_unsent_key" and b"_aux_hidden_states(" in mutant.source:
-        return ("keys packed by `**self.pack_local_aux_hidden_states(...)` (read back by "
-                "collect_remote_aux_hidden_states) count as unknown, so PP003 cannot prove a key unsent")
+    if kind == "add_unsent_key" and any("the keys read are not all known" in f.message for f in findings):
+        return ("by design: intermediate_tensors is handed to a helper the analysis cannot resolve "
+                "(minimax_m3 `decode.plan(positions, intermediate_tensors)`), so the added key may be "
+                "read there and PP003 withholds its fix")
     if kind == "add_unsent_key" and not mutant.receives:
         return ("the factory's class sends without receiving intermediate_tensors (its forward has "
                 "no such parameter; chatglm GLMTransformer): traffic only follows calls passing it")
@@ -147,7 +149,7 @@ def test_fix_of_mutant_equals_fix_of_original(kind: str, vllm_tree, capsys) -> N
         after, errors, findings = _fixed(path, mutant.source, options)
         compile(after, str(path), "exec")
         site = f"{path.relative_to(root)}:{mutant.line}"
-        cause = known_cause(kind, tables.get((module, mutant.cls), set()), mutant)
+        cause = known_cause(kind, tables.get((module, mutant.cls), set()), mutant, findings)
         restored = after == baseline[path] and not errors
         if cause and not restored:
             known[cause] += 1
