@@ -194,15 +194,14 @@ def _analyze_all(sources: list[tuple[Path, bytes]], index: Index, jobs: int) -> 
 def evaluate(session: Session) -> tuple[list[Finding], list[Finding]]:
     """Run the selected rules; return (findings, cannot-verify notes), suppressions applied."""
     index = session.index
-    subjects = [
-        ClassRef(m, c) for m in session.targets for c in m.classes.values() if not c.is_protocol
-    ]
-    entries, found = _entries(session, subjects)
+    subjects = _subjects(session.targets)
+    entries, drafts, found = _entries(session, subjects)
     ctx = rules.Context(
         index=index,
         resolver=Resolver(index),
         subjects=subjects,
         entries=entries,
+        drafts=drafts,
         registry_found=found,
         targets={m.path for m in session.targets},
         pp002_scope=session.options.pp002_scope,
@@ -219,6 +218,34 @@ def evaluate(session: Session) -> tuple[list[Finding], list[Finding]]:
     return real, notes
 
 
+def _subjects(targets: list[ModuleFacts]) -> list[ClassRef]:
+    """The classes to check: those with contract facts of their own (a producer, a method that
+    names intermediate tensors), those with a base imported from a models package, and their
+    subclasses. Other classes (processors, configs, layers) are never resolved, so their bases
+    are never loaded."""
+    names = {
+        n for m in targets for n, c in m.classes.items()
+        if c.producers or c.methods or any(_from_models(m, b) for b in c.bases)
+    }
+    grown = True
+    while grown:
+        grown = False
+        for m in targets:
+            for name, cls in m.classes.items():
+                if name not in names and any(b.split(".")[-1] in names for b in cls.bases):
+                    names.add(name)
+                    grown = True
+    return [
+        ClassRef(m, c) for m in targets for c in m.classes.values()
+        if c.name in names and not c.is_protocol
+    ]
+
+
+def _from_models(module: ModuleFacts, base: str) -> bool:
+    head = base.split(".")[0]
+    return any("models" in source.split(".") for source, _ in module.imports.get(head, ()))
+
+
 def _concerns_targets(finding: Finding, targets: set[str], names: set[str]) -> bool:
     """Whether a finding sits in, points into, or names a class of the checked files."""
     if str(finding.path) in targets or any(str(e.path) in targets for e in finding.evidence):
@@ -226,28 +253,30 @@ def _concerns_targets(finding: Finding, targets: set[str], names: set[str]) -> b
     return finding.cls in names
 
 
-def _entries(session: Session, subjects: list[ClassRef]) -> tuple[list[ClassRef], bool]:
-    """Registered classes that bear on the targets; without a registry, SupportsPP classes.
+def _entries(session: Session, subjects: list[ClassRef]) -> tuple[list[ClassRef], list[ClassRef], bool]:
+    """Registered classes that bear on the targets, as (entries, draft heads, registry found);
+    without a registry, SupportsPP classes are the entries.
 
-    Draft heads (the speculative-decoding table) are not entries: drafters run with
-    pipeline_parallel_size=1 and are never asked for intermediate tensors."""
+    Draft heads (the speculative-decoding table) are kept apart: drafters run with
+    pipeline_parallel_size=1 and never ask them for intermediate tensors, but their proposers do
+    call their forward without `intermediate_tensors`."""
     index = session.index
     if session.registry is None:
-        return [r for r in subjects if "SupportsPP" in index.base_names(r)], False
+        return [r for r in subjects if "SupportsPP" in index.base_names(r)], [], False
     root = root_of(session.registry)
     names = {c.name for m in session.targets for c in m.classes.values()}
     subclass = _subclass_pattern(names)
     entries: list[ClassRef] = []
+    drafts: list[ClassRef] = []
     for entry in load_registry(session.registry):
-        if DRAFT_TABLE in entry.table:
-            continue
         known = index.by_name.get(entry.module) is not None or entry.cls in names
         if not known and not _matches(root, entry.module, subclass):
             continue
+        group = drafts if DRAFT_TABLE in entry.table else entries
         for ref in index.lookup(entry.module, entry.cls):
-            if ref not in entries:
-                entries.append(ref)
-    return entries, True
+            if ref not in group:
+                group.append(ref)
+    return entries, [d for d in drafts if d not in entries], True
 
 
 def _subclass_pattern(names: set[str]) -> re.Pattern | None:

@@ -40,6 +40,7 @@ class Context:
     resolver: Resolver
     subjects: list[ClassRef]
     entries: list[ClassRef]
+    drafts: list[ClassRef]
     registry_found: bool
     targets: set[str]
     pp002_scope: str = "entry"

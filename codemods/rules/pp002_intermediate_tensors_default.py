@@ -58,9 +58,11 @@ def check(ctx: Context) -> list[Finding]:
 
 
 def _candidates(ctx: Context) -> list[ClassRef]:
+    """Entries and draft heads (their proposers call forward without the argument too)."""
+    registered = list(ctx.entries) + list(ctx.drafts)
     if ctx.pp002_scope == "all":
-        return list(ctx.entries) + [r for r in ctx.subjects if r not in ctx.entries]
-    return ctx.entries
+        return registered + [r for r in ctx.subjects if r not in registered]
+    return registered
 
 
 def _finding(ctx: Context, entry: ClassRef, owner: ClassRef, fn: FunctionFacts) -> Finding:
@@ -69,7 +71,9 @@ def _finding(ctx: Context, entry: ClassRef, owner: ClassRef, fn: FunctionFacts) 
         f"entry forward of registered {entry.cls.name}" if ctx.registry_found else
         f"{entry.cls.name} declares SupportsPP (no registry found)"
     )
-    if ctx.pp002_scope == "all" and entry not in ctx.entries:
+    if entry in ctx.drafts:
+        why_entry = f"forward of registered draft head {entry.cls.name}"
+    elif ctx.pp002_scope == "all" and entry not in ctx.entries:
         why_entry = "model forward (--pp002-scope all)"
     fix, why_not = _plan(ctx, owner, fn)
     message = f"`intermediate_tensors` has no `= None` default in {owner.cls.name}.forward ({why_entry})"
