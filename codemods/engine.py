@@ -175,7 +175,7 @@ def _analyze_all(sources: list[tuple[Path, bytes]], index: Index, jobs: int) -> 
         results.append(index.cache.get(key, str(path)))
         if results[-1] is None:
             misses.append((len(results) - 1, key, (str(path), data, name)))
-    workers = jobs or min(os.cpu_count() or 1, 8)
+    workers = jobs or min(len(os.sched_getaffinity(0)), 8)
     items = [m[2] for m in misses]
     hits = len(sources) - len(items)
     if workers <= 1 or len(items) < PARALLEL_THRESHOLD:
