@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
@@ -13,6 +14,7 @@ import typer
 from codemods import __version__, cliutil, demo as demo_mod, engine, git, progress, sweep as sweep_mod
 from codemods.gh import GhError
 from codemods.smoke import SetupError, UsageError
+from codemods.report import color
 from codemods.rules import ALL
 from codemods.rules.docs import explain_text, markdown_section, rules_table
 
@@ -107,7 +109,7 @@ def check(
     with progress.shown():
         report = engine.check(targets, options)
         fixes = cliutil.preview(targets, options) if format is Output.sarif else None
-    typer.echo(cliutil.render(report, format.value, verbose, "check", statistics, fixes))
+    typer.echo(cliutil.render(report, format.value, verbose, "check", statistics, fixes, color.wanted(sys.stdout)))
     raise typer.Exit(cliutil.exit_code(report))
 
 
@@ -135,7 +137,9 @@ def fix(
     if diff and format is Output.text:
         typer.echo(cliutil.text_report.unified_diff(report.changes), nl=False)
     else:
-        typer.echo(cliutil.render(report, format.value, verbose, "fix", statistics, report if diff else None))
+        typer.echo(cliutil.render(
+            report, format.value, verbose, "fix", statistics, report if diff else None, color.wanted(sys.stdout)
+        ))
     raise typer.Exit(cliutil.exit_code(report, remaining=True))
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from . import config, engine
 from .findings import Report
 from .report import github as github_report
+from .report.color import colorize
 from .report import json as json_report
 from .report import stats
 from .report import text as text_report
@@ -38,7 +39,8 @@ def preview(paths: list[Path], options: config.Options) -> Report:
 
 
 def render(
-    report: Report, fmt: str, verbose: bool, mode: str, statistics: bool = False, fixes: Report | None = None
+    report: Report, fmt: str, verbose: bool, mode: str, statistics: bool = False, fixes: Report | None = None,
+    color: bool = False,
 ) -> str:
     """`report` in format `fmt` ("text", "json", "sarif", "github"); `mode` is "check" or "fix".
     `statistics` adds counts per rule. `fixes` (a `preview`, or a `fix` run that wrote nothing)
@@ -60,4 +62,5 @@ def render(
         out = text_report.render_fix(report, verbose)
     else:
         out = text_report.render(report, verbose)
-    return out + ("\n\n" + stats.table(rows) if rows is not None else "")
+    out += "\n\n" + stats.table(rows) if rows is not None else ""
+    return colorize(out) if color and fmt == "text" else out

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -160,3 +162,25 @@ def test_config_is_not_taken_from_above_the_git_root(in_dir: Path) -> None:
     assert invoke("check", str(repo)).exit_code == 1
     shutil.copy(STEP3, in_dir / "step3.py")
     assert invoke("check", "step3.py").exit_code == 0
+
+
+def test_text_colours_only_on_a_terminal_without_no_color(in_dir: Path) -> None:
+    from codemods import cliutil, engine
+    from codemods.config import Options
+    from codemods.report import color
+
+    class Terminal:
+        def isatty(self) -> bool:
+            return True
+
+    assert color.wanted(Terminal(), {}) is True
+    assert color.wanted(Terminal(), {"NO_COLOR": "1"}) is False
+    assert color.wanted(io.StringIO(), {}) is False
+    shutil.copy(STEP3, "step3.py")
+    report = engine.check([Path("step3.py")], Options())
+    plain = cliutil.render(report, "text", False, "check")
+    coloured = cliutil.render(report, "text", False, "check", color=True)
+    assert "\x1b[" not in plain and "\x1b[1;31mPP001\x1b[0m" in coloured
+    assert re.sub(r"\x1b\[[0-9;]*m", "", coloured) == plain
+    assert "\x1b[" not in cliutil.render(report, "json", False, "check", color=True)
+    assert "\x1b[" not in invoke("check", "step3.py").output
