@@ -62,7 +62,7 @@ Jobs = Annotated[int, typer.Option("--jobs", "-j", help="Worker processes (0: on
 Cache = Annotated[bool, typer.Option("--cache/--no-cache", help="Reuse per-file facts cached by content hash.")]
 
 
-def _options(paths, select, ignore, exclude, scope, registry, unsafe=None, verbose=False, jobs=0, cache=True):
+def _options(paths, select, ignore, exclude, scope, registry, unsafe=None, jobs=0, cache=True):
     try:
         return cliutil.options(
             paths,
@@ -72,7 +72,6 @@ def _options(paths, select, ignore, exclude, scope, registry, unsafe=None, verbo
             pp002_scope=scope.value if scope else None,
             registry=tuple(registry or ()),
             unsafe_fixes=unsafe,
-            verbose=verbose,
             jobs=jobs,
             cache=cache,
         )
@@ -99,7 +98,7 @@ def check(
 ) -> None:
     """Report contract violations. Exit 0: none, 1: findings, 2: errors."""
     paths = paths or [Path(".")]
-    options = _options(paths, select, ignore, exclude, pp002_scope, registry, verbose=verbose, jobs=jobs, cache=cache)
+    options = _options(paths, select, ignore, exclude, pp002_scope, registry, jobs=jobs, cache=cache)
     targets = paths
     if changed or base:
         with _user_errors():
@@ -131,7 +130,7 @@ def fix(
 ) -> None:
     """Apply fixes in place (safe ones; unsafe too with --unsafe-fixes). Exit 0: nothing left, 1: findings left, 2: errors."""
     paths = paths or [Path(".")]
-    options = _options(paths, select, ignore, exclude, pp002_scope, registry, unsafe_fixes, verbose, jobs, cache)
+    options = _options(paths, select, ignore, exclude, pp002_scope, registry, unsafe_fixes, jobs, cache)
     with progress.shown():
         report = engine.fix(paths, options, write=not diff)
     if diff and format is Output.text:

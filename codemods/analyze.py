@@ -210,7 +210,6 @@ class _ClassAnalyzer:
             )
             return
         if fn.name == "__init__":
-            self.facts.init_line = fn.lineno
             for stmt in fn.body:
                 for attr in _assigned_in(stmt):
                     self.facts.init_last_assign[attr] = stmt.end_lineno or stmt.lineno

@@ -17,7 +17,6 @@ class Options:
     pp002_scope: str = "entry"
     registry: tuple[Path, ...] = ()
     unsafe_fixes: bool = False
-    verbose: bool = False
     jobs: int = 0
     cache: bool = True
 

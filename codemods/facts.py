@@ -134,7 +134,6 @@ class ClassFacts:
     locals_: dict[str, list[Submodule]] = field(default_factory=dict)
     init_last_assign: dict[str, int] = field(default_factory=dict)
     """attr -> last line of the top-level `__init__` statement that assigns `self.<attr>`."""
-    init_line: int = 0
     is_protocol: bool = False
     misspelled_producer: list[Producer] = field(default_factory=list)
 
@@ -145,11 +144,7 @@ class ModuleFacts:
     module: str
     imports: dict[str, list[tuple[str, str | None]]] = field(default_factory=dict)
     classes: dict[str, ClassFacts] = field(default_factory=dict)
-    lines: list[str] = field(default_factory=list)
     uses_pipe_optional: bool = False
     uses_typing_optional: bool = False
     future_annotations: bool = False
     suppressions: dict[int, tuple[str, ...]] = field(default_factory=dict)
-
-    def line_text(self, line: int) -> str:
-        return self.lines[line - 1].strip() if 0 < line <= len(self.lines) else ""
