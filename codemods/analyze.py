@@ -213,9 +213,27 @@ class _ClassAnalyzer:
             for stmt in fn.body:
                 for attr in _assigned_in(stmt):
                     self.facts.init_last_assign[attr] = stmt.end_lineno or stmt.lineno
+            self.facts.init_end = fn.body[-1].end_lineno or fn.body[-1].lineno
+            self.facts.init_calls = tuple(_init_calls(fn))
         _InitWalker(self.facts, fn).walk(fn.body, ())
         if self.mentions(fn):
             self.facts.methods[fn.name] = _FunctionAnalyzer(fn, producer=False).run()
+
+
+def _init_calls(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
+    """`super().__init__(...)` -> "super"; `super(Base, self).__init__()` -> "super:Base" (the
+    classes after Base); `Base.__init__(self, ...)` -> "Base"."""
+    found = []
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "__init__":
+            owner = node.func.value
+            chain = dotted(owner)
+            if isinstance(owner, ast.Call) and owner.args and chain == ("super",):
+                start = dotted(owner.args[0])
+                chain = ("super:" + ".".join(start),) if start else None
+            if chain and ".".join(chain) not in found:
+                found.append(".".join(chain))
+    return found
 
 
 def _assigned_in(stmt: ast.stmt) -> list[str]:
@@ -277,6 +295,8 @@ class _InitWalker:
                 )
             else:
                 sub = _submodule(target.attr, stmt.value, stmt.lineno)
+                if sub is None and isinstance(stmt, ast.AnnAssign):
+                    sub = _annotated(target.attr, stmt.annotation, stmt.lineno)
                 if sub is None and isinstance(stmt.value, ast.Name):
                     for local in self.facts.locals_.get(stmt.value.id, []):
                         sub = Submodule(target.attr, local.ctor, stmt.lineno, local.dynamic)
@@ -285,7 +305,7 @@ class _InitWalker:
 
     def _producer(self, stmt: ast.Assign | ast.AnnAssign, guard: Guard) -> Producer:
         value = stmt.value
-        where = dict(line=stmt.lineno, column=stmt.col_offset, guard=guard)
+        where = dict(line=stmt.lineno, column=stmt.col_offset, guard=guard, scope=self.fn.name)
         if isinstance(value, ast.Call) and (dotted(value.func) or ("",))[-1] == FACTORY:
             keys_node = value.args[0] if value.args else next(
                 (k.value for k in value.keywords if k.arg in ("keys", "tensor_names")), None
@@ -315,13 +335,36 @@ class _InitWalker:
 
 
 def _submodule(attr: str, value: ast.expr, line: int) -> Submodule | None:
+    """`self.<attr> = Cls(...)`; built by a method or a class held by the instance
+    (`self._init_model(...)`, `self.model_cls(...)`), it is dynamic."""
     if not isinstance(value, ast.Call):
         return None
     chain = dotted(value.func)
+    if chain is not None and chain[0] == "self" and len(chain) == 2:
+        return Submodule(attr, ".".join(chain), line, dynamic=True)
     if chain is None or chain[0] == "self":
         return None
     name = ".".join(chain)
     return Submodule(attr, name, line, dynamic=chain[-1] in DYNAMIC_BUILDERS)
+
+
+def _annotated(attr: str, annotation: ast.expr, line: int) -> Submodule | None:
+    """`self.x: Decoder | None = None`: the declared class (`Decoder`), when there is one."""
+    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+        try:
+            annotation = ast.parse(annotation.value, mode="eval").body
+        except SyntaxError:
+            return None
+    if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+        sides = [annotation.left, annotation.right]
+        named = [n for n in sides if not (isinstance(n, ast.Constant) and n.value is None)]
+        annotation = named[0] if len(named) == 1 else annotation
+    elif isinstance(annotation, ast.Subscript) and (dotted(annotation.value) or ("",))[-1] == "Optional":
+        annotation = annotation.slice
+    chain = dotted(annotation) if isinstance(annotation, (ast.Name, ast.Attribute)) else None
+    if chain is None or chain[0] == "self":
+        return None
+    return Submodule(attr, ".".join(chain), line, dynamic=False)
 
 
 def _blocks(stmt: ast.stmt) -> list[list[ast.stmt]]:
@@ -341,6 +384,8 @@ class _FunctionAnalyzer:
         self.kwargs_dicts: set[str] = set()
         self.local_dicts: dict[str, list[KeyUse]] = {}
         self.it_vars: dict[str, list[KeyUse]] = {}
+        self.relays: dict[str, tuple[tuple[str, ...], int]] = {}
+        self.self_aliases: dict[str, tuple[str, ...]] = {}
 
     def run(self) -> FunctionFacts:
         self._block(self.fn.body, ())
@@ -387,6 +432,16 @@ class _FunctionAnalyzer:
     def _assignment(self, targets: list[ast.expr], value: ast.expr, guard: Guard) -> None:
         for target in targets:
             if isinstance(target, ast.Name):
+                relay = self._relay(value)
+                if relay:
+                    self.relays[target.id] = (relay, value.lineno)
+                else:
+                    self.relays.pop(target.id, None)
+                chain = dotted(value) if isinstance(value, ast.Attribute) else None
+                if chain and chain[0] == "self":
+                    self.self_aliases[target.id] = chain
+                else:
+                    self.self_aliases.pop(target.id, None)
                 if isinstance(value, ast.Name) and value.id in self.aliases:
                     self.aliases.add(target.id)
                 elif isinstance(value, ast.Dict):
@@ -423,9 +478,27 @@ class _FunctionAnalyzer:
         if self.producer and self._is_delegated_alloc(value):
             return
         if isinstance(value, ast.Call) and self._passes_it(value):
-            chain = dotted(value.func)
+            chain = self._callee(value.func)
             if chain:
                 self.facts.calls.append(Call(chain, value.lineno, guard, returned=True))
+        elif not self.producer and (self._relay(value) or isinstance(value, ast.Name) and value.id in self.relays):
+            chain, line = (self._relay(value), value.lineno) if isinstance(value, ast.Call) else self.relays[value.id]
+            self.facts.calls.append(Call(chain, line, guard, returned=True, relay=True))
+
+    def _relay(self, value: ast.expr) -> tuple[str, ...] | None:
+        """`self.sub(...)` / `self.sub.forward(...)` not handed intermediate_tensors: its chain."""
+        if not isinstance(value, ast.Call) or self._passes_it(value):
+            return None
+        chain = self._callee(value.func)
+        return chain if chain and len(chain) >= 2 and chain[0] == "self" else None
+
+    def _callee(self, func: ast.expr) -> tuple[str, ...] | None:
+        """The callee's chain, a local alias of a `self` attribute spelled out
+        (`decode = self.decoder` ... `decode.plan(...)` -> ("self", "decoder", "plan"))."""
+        chain = dotted(func)
+        if chain and chain[0] in self.self_aliases:
+            return self.self_aliases[chain[0]] + chain[1:]
+        return chain
 
     def _is_delegated_alloc(self, value: ast.expr) -> bool:
         if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)):
@@ -520,7 +593,7 @@ class _FunctionAnalyzer:
         if skip_returned and isinstance(root, ast.Return) and node is root.value:
             return
         if self._passes_it(node):
-            chain = dotted(func)
+            chain = self._callee(func)
             if chain and chain[-1] in AUX_COLLECTORS:
                 self.facts.reads.append(KeyUse(AUX_PATTERN, node.lineno, guard))
             elif chain:

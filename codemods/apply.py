@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import difflib
+import glob
 import os
 import stat
 import tempfile
@@ -15,6 +16,9 @@ import libcst as cst
 
 from .findings import Edit, Finding
 from .fixes import TRANSFORMERS
+
+
+TEMP_SUFFIX = ".contractfix"
 
 
 class FixError(Exception):
@@ -73,7 +77,10 @@ def verify_scope(result: Rewrite) -> None:
         if tag == "equal":
             continue
         if i1 == i2:
-            inside = any(start - 1 <= i1 <= end for start, end in result.spans)
+            at = i1
+            while at > 0 and not old[at - 1].strip():
+                at -= 1  # an insertion after blank lines is the same insertion before them
+            inside = any(start - 1 <= k <= end for start, end in result.spans for k in (i1, at))
         else:
             inside = all(any(start - 1 <= k < end for start, end in result.spans) for k in range(i1, i2))
         only_imports = tag == "insert" and all(line.lstrip().startswith((b"from ", b"import ")) for line in new[j1:j2])
@@ -103,7 +110,8 @@ def write_atomic(path: Path, result: Rewrite) -> None:
     if info.st_nlink > 1:
         raise FixError("has other hard links (replacing it would split them)")
     _check_unchanged(path, result.before)
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".contractfix", dir=path.parent)
+    _remove_stale_temps(path)
+    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=TEMP_SUFFIX, dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(result.after)
@@ -123,6 +131,27 @@ def write_atomic(path: Path, result: Rewrite) -> None:
         os.fsync(folder)
     finally:
         os.close(folder)
+
+
+def _remove_stale_temps(path: Path) -> None:
+    """Delete temp files of `path` left by a contractfix process that died mid-write (named
+    `.<name>.<pid>.<random>.contractfix`; only those whose process is gone)."""
+    prefix = f".{path.name}."
+    for temp in path.parent.glob(f"{glob.escape(prefix)}*{TEMP_SUFFIX}"):
+        pid = temp.name[len(prefix):].partition(".")[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            with contextlib.suppress(OSError):
+                temp.unlink()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _check_unchanged(path: Path, before: bytes) -> None:

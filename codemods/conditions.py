@@ -5,9 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from itertools import product
+from typing import TYPE_CHECKING
 
 from .facts import Guard
-from .resolve import Side
+
+if TYPE_CHECKING:
+    from .resolve import Side
 
 MAX_CONDITIONS = 4
 
@@ -54,15 +57,18 @@ def is_pattern(key: str) -> bool:
     return "*" in key
 
 
-def missing(needed: list[Side], have: Side) -> Verdict | None:
-    """Literal keys of `needed` (union) not in `have`, per configuration; a key matched by a
-    pattern of `have` is there, and patterns needed are the runner's own. None when it cannot
-    be decided."""
+def missing(needed: list[Side], have: Side, within: Guard = ()) -> Verdict | None:
+    """Literal keys of `needed` (union) not in `have`, per configuration (only those where
+    `within` holds); a key matched by a pattern of `have` is there, and patterns needed are the
+    runner's own. None when it cannot be decided."""
     conditions = atoms(*needed, have)
+    conditions += [text for text, _ in within if text not in conditions]
     if len(conditions) > MAX_CONDITIONS:
         return None
     per_config = []
     for assignment in assignments(conditions):
+        if not satisfied(within, assignment):
+            continue
         want: set[str] = set()
         for side in needed:
             want |= keys_under(side, assignment)
@@ -82,6 +88,14 @@ def missing(needed: list[Side], have: Side) -> Verdict | None:
         shared=bool(need_atoms) and need_atoms == have_atoms,
         conditions=tuple(conditions),
     )
+
+
+def exclusive(guards: list[Guard]) -> bool:
+    """No configuration satisfies two of `guards` (so each branch can be fixed on its own)."""
+    conditions = list(dict.fromkeys(text for guard in guards for text, _ in guard))
+    if len(conditions) > MAX_CONDITIONS:
+        return False
+    return all(sum(satisfied(g, a) for g in guards) <= 1 for a in assignments(conditions))
 
 
 def _ordered(keys: set[str], sides: list[Side]) -> tuple[str, ...]:

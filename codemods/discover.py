@@ -16,6 +16,7 @@ from .findings import FileError
 
 MARKERS = (b"intermediate_tensors", b"IntermediateTensors", b"SupportsPP")
 DEFINES = (b"def forward", b"make_empty_intermediate_tensors")
+SKIPS_INIT = (b".__init__(self", b", self).__init__(")
 SKIP_DIRS = {"__pycache__", ".git", ".hg", ".venv", "venv", ".tox", "node_modules", ".mypy_cache"}
 MAX_SOURCE_BYTES = 8 * 2**20
 """Relevant files above this size (generated code) are skipped with an error, not parsed."""
@@ -122,5 +123,7 @@ def _check_decodes(data: bytes) -> None:
 
 def relevant(source: bytes | mmap.mmap) -> bool:
     """Whether a file can hold a class under contract: one with a forward or a producer that
-    names intermediate tensors (a byte search, no parsing). Bases elsewhere load on demand."""
-    return any(source.find(m) >= 0 for m in MARKERS) and any(source.find(d) >= 0 for d in DEFINES)
+    names intermediate tensors, or one that calls a base's `__init__` by name and may skip the
+    one that delegated (a byte search, no parsing). Bases elsewhere load on demand."""
+    named = any(source.find(m) >= 0 for m in MARKERS) and any(source.find(d) >= 0 for d in DEFINES)
+    return named or any(source.find(s) >= 0 for s in SKIPS_INIT)

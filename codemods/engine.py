@@ -47,7 +47,7 @@ def fix(paths: list[Path], options: Options, write: bool = True) -> Report:
     """Apply the allowed fixes; each file is written only once its rewrite is verified."""
     from .apply import FixError, edits_of, rewrite, verify_scope, verify_syntax, write_atomic
 
-    report = Report()
+    report = Report(written=write)
     session = analyze(paths, options, report)
     report.findings, report.notes = evaluate(session)
     allowed = {Applicability.SAFE} | ({Applicability.UNSAFE} if options.unsafe_fixes else set())

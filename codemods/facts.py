@@ -26,13 +26,16 @@ class Call:
     """A call that hands `intermediate_tensors` on: `self.model(...)`, `super().forward(...)`.
 
     `target` is the callee as a chain of names: ("self", "model"), ("self", "model", "forward"),
-    ("super", "forward"), or a local variable ("language_model",).
+    ("super", "forward"), or a local variable ("language_model",). A `relay` is a call on `self`
+    that is not handed `intermediate_tensors` but whose result the forward returns (a wrapper that
+    reads the tensors and runs a submodule that sends): only what it sends counts.
     """
 
     target: tuple[str, ...]
     line: int
     guard: Guard = ()
     returned: bool = False
+    relay: bool = False
 
 
 @dataclass(frozen=True)
@@ -109,6 +112,8 @@ class Producer:
     target: tuple[str, ...] = ()
     method: str = ""
     attr: str = "make_empty_intermediate_tensors"
+    scope: str = ""
+    """The method whose body assigns it ("__init__", ...); empty for a method or class attribute."""
 
 
 @dataclass(frozen=True)
@@ -134,6 +139,11 @@ class ClassFacts:
     locals_: dict[str, list[Submodule]] = field(default_factory=dict)
     init_last_assign: dict[str, int] = field(default_factory=dict)
     """attr -> last line of the top-level `__init__` statement that assigns `self.<attr>`."""
+    init_end: int = 0
+    """Last line of `__init__`'s last top-level statement."""
+    init_calls: tuple[str, ...] | None = None
+    """Whose `__init__` this class's `__init__` calls: "super" or a base's dotted name
+    (`nn.Module.__init__(self)` -> "nn.Module"); None when the class defines no `__init__`."""
     is_protocol: bool = False
     misspelled_producer: list[Producer] = field(default_factory=list)
 

@@ -81,6 +81,7 @@ class Report:
     files_scanned: int = 0
     fixed: list[Finding] = field(default_factory=list)
     changes: list["FileChange"] = field(default_factory=list)
+    written: bool = True  # False for a fix run that only previews (`fix --diff`)
 
     @property
     def remaining(self) -> list[Finding]:

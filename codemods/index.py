@@ -156,6 +156,31 @@ class Index:
             names.update(b.split(".")[-1] for b in node.cls.bases)
         return names
 
+    def initialized(self, ref: ClassRef) -> set:
+        """Keys of the classes whose `__init__` runs when `ref` is built: the chain of
+        `super().__init__()` / `Base.__init__(self)` calls from the first `__init__` in the MRO
+        (`nn.Module.__init__(self)` ends it, skipping every base's `__init__`)."""
+        chain = self.mro(ref)
+        runs: set = set()
+        i = 0
+        while i < len(chain):
+            node = chain[i]
+            runs.add(node.key)
+            calls = node.cls.init_calls
+            if calls is None or "super" in calls:
+                i += 1
+                continue
+            later = chain[i + 1 :]
+            starts = [
+                chain.index(c) + 1 if name.startswith("super:") else chain.index(c)
+                for name in calls for c in self.resolve(node.module, name.removeprefix("super:"))[:1]
+                if c in later
+            ]
+            if not starts:
+                break
+            i = min(starts)
+        return runs
+
     def find_method(self, ref: ClassRef, name: str, after: ClassRef | None = None) -> tuple[ClassRef, FunctionFacts] | None:
         chain = self.mro(ref)
         if after is not None and after in chain:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .facts import Call, FunctionFacts, KeyUse, Producer
+from .facts import Call, FunctionFacts, Guard, KeyUse, Producer
+from .conditions import exclusive
 from .index import ClassRef, Index
 
 NOT_MODULES = {"PPMissingLayer", "Identity", "ModuleList", "ModuleDict", "Sequential"}
@@ -35,13 +36,42 @@ class Side:
         self.unknown.extend(other.unknown)
 
 
+@dataclass(frozen=True)
+class Branch:
+    """One way `make_empty_intermediate_tensors` gets defined: the configurations that take it
+    (`guard`), the keys then allocated, and the producer site an edit would change (`own`: the
+    site alone decides the keys under `guard`, so editing it is sound)."""
+
+    owner: ClassRef
+    producer: Producer
+    guard: Guard
+    side: Side
+    own: bool
+
+
 @dataclass
 class Allocation:
-    """F: what `make_empty_intermediate_tensors` allocates, and the producer sites that define it."""
+    """F: what `make_empty_intermediate_tensors` allocates, and the producer sites that define it
+    (with the configuration guard each is assigned under)."""
 
     side: Side
     sites: list[tuple[ClassRef, Producer]] = field(default_factory=list)
     missing: bool = False
+    guards: list[Guard] = field(default_factory=list)
+
+    def branches(self) -> list[Branch]:
+        """One branch per literal factory list when every site is one and no configuration takes
+        two of them (`if cfg: factory([...]) else: factory([...])`); else one branch holding
+        everything, editable only when it has a single unguarded site."""
+        factories = all(p.kind == "factory" and p.keys is not None for _, p in self.sites)
+        if len(self.sites) > 1 and factories and exclusive(self.guards):
+            return [
+                Branch(owner, p, guard, Side([Located(owner.module.path, KeyUse(k, p.list_line or p.line, guard)) for k in p.keys]), True)
+                for (owner, p), guard in zip(self.sites, self.guards)
+            ]
+        (owner, producer), guard = self.sites[0], self.guards[0]
+        alone = len(self.sites) == 1
+        return [Branch(owner, producer, guard if alone else (), self.side, alone)]
 
 
 @dataclass
@@ -67,29 +97,35 @@ class Resolver:
         return self._alloc[ref.key]
 
     def _allocation(self, ref: ClassRef, trail: tuple) -> Allocation:
+        """From the first class in the MRO with a producer that takes effect: one assigned in an
+        `__init__` counts only when that `__init__` runs for `ref`."""
+        runs = self.index.initialized(ref)
         for node in self.index.mro(ref):
-            if node.cls.is_protocol or not node.cls.producers:
+            if node.cls.is_protocol:
                 continue
-            return self._producers(ref, node, trail)
+            producers = [p for p in node.cls.producers if p.scope != "__init__" or node.key in runs]
+            if producers:
+                return self._producers(ref, node, trail, producers)
         return Allocation(Side(unknown=["no make_empty_intermediate_tensors"]), missing=True)
 
-    def _producers(self, ref: ClassRef, node: ClassRef, trail: tuple) -> Allocation:
+    def _producers(self, ref: ClassRef, node: ClassRef, trail: tuple, producers: list[Producer]) -> Allocation:
         result = Allocation(Side())
-        for producer in node.cls.producers:
+        for producer in producers:
             inner = self._produced(ref, node, producer, trail)
             result.side.extend(inner.side, producer.guard)
             result.sites.extend(inner.sites)
+            result.guards.extend(producer.guard + guard for guard in inner.guards)
         return result
 
     def _produced(self, ref: ClassRef, node: ClassRef, producer: Producer, trail: tuple) -> Allocation:
         """What one producer allocates; `sites` are where its keys are written down."""
         path = node.module.path
-        site = [(node, producer)]
+        site, unguarded = [(node, producer)], [()]
         if producer.kind == "factory":
             if producer.keys is None:
-                return Allocation(Side(unknown=["the factory's keys are not a literal list"]), site)
+                return Allocation(Side(unknown=["the factory's keys are not a literal list"]), site, guards=unguarded)
             line = producer.list_line or producer.line
-            return Allocation(Side([Located(path, KeyUse(k, line)) for k in producer.keys]), site)
+            return Allocation(Side([Located(path, KeyUse(k, line)) for k in producer.keys]), site, guards=unguarded)
         if producer.kind == "delegate":
             return self._delegated(ref, node, producer.target, trail)
         if producer.kind == "method":
@@ -97,21 +133,21 @@ class Resolver:
             if producer.method not in node.cls.methods:
                 found = self.index.find_method(node, producer.method)
             if not found or found[1] is None:
-                return Allocation(Side(unknown=[f"method {producer.method} not found"]), site)
+                return Allocation(Side(unknown=[f"method {producer.method} not found"]), site, guards=unguarded)
             owner, fn = found
-            result = Allocation(Side([Located(owner.module.path, u) for u in fn.allocs]), site)
+            result = Allocation(Side([Located(owner.module.path, u) for u in fn.allocs]), site, guards=unguarded)
             for call in fn.alloc_delegations:
                 result.side.extend(self._delegated(ref, owner, call.target, trail).side, call.guard)
             if not fn.allocs and not fn.alloc_delegations:
                 result.side.unknown.append(f"{producer.method} builds no IntermediateTensors literal")
             return result
-        return Allocation(Side(unknown=["make_empty_intermediate_tensors is assigned an expression not understood"]), site)
+        return Allocation(Side(unknown=["make_empty_intermediate_tensors is assigned an expression not understood"]), site, guards=unguarded)
 
     def _delegated(self, ref: ClassRef, node: ClassRef, target: tuple[str, ...], trail: tuple) -> Allocation:
         if target and target[0] == "super":
             for parent in self.index.mro(node)[1:]:
                 if parent.cls.producers and not parent.cls.is_protocol:
-                    return self._producers(ref, parent, trail)
+                    return self._producers(ref, parent, trail, parent.cls.producers)
             return Allocation(Side(unknown=["super() has no make_empty_intermediate_tensors"]))
         owners = self.object_classes(ref, target)
         if isinstance(owners, str):
@@ -182,6 +218,10 @@ class Resolver:
         )
         for call in fn.calls:
             inner = self._call_traffic(ref, owner, call, trail)
+            if call.relay:
+                if inner is not None and inner.forward is not None:
+                    result.sends.extend(inner.sends, call.guard)
+                continue
             if inner is None:
                 label = ".".join(call.target)
                 result.reads.unknown.append(f"intermediate_tensors passed to {label}()")

@@ -7,7 +7,7 @@ Each kind yields one mutant per site it applies to (a `Mutant` holds the whole m
 - `add_unsent_key`: append a key nobody sends or reads to a factory's literal list whose keys the
   file all sends;
 - `delete_delegation`: delete `self.make_empty_intermediate_tensors = <x>.make_empty_intermediate_tensors`
-  from a registered class's `__init__`.
+  from the `__init__` of a registered class that declares `SupportsPP` (see `declares_pp`).
 """
 
 from __future__ import annotations
@@ -166,6 +166,23 @@ def _without_default(source: bytes, args: ast.arguments) -> list[Mutant]:
     return []
 
 
+def declares_pp(sources: list[bytes]) -> set[str]:
+    """Names of the classes with `SupportsPP` among their bases, followed by name across
+    `sources` (a wrapper without it only loses PP when its delegation goes: no violation)."""
+    bases: dict[str, set[str]] = {}
+    for source in sources:
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.ClassDef):
+                names = {b.attr if isinstance(b, ast.Attribute) else getattr(b, "id", "") for b in node.bases}
+                bases.setdefault(node.name, set()).update(names)
+    found = {"SupportsPP"}
+    while True:
+        more = {name for name, parents in bases.items() if parents & found} - found
+        if not more:
+            return found - {"SupportsPP"}
+        found |= more
+
+
 def delete_delegation(source: bytes, registered: set[str]) -> list[Mutant]:
     tree = ast.parse(source)
     lines = source.splitlines(keepends=True)
@@ -178,7 +195,10 @@ def delete_delegation(source: bytes, registered: set[str]) -> list[Mutant]:
                 continue
             for stmt in fn.body:
                 if _is_delegation(stmt):
-                    kept = lines[: stmt.lineno - 1] + lines[stmt.end_lineno :]
+                    start, end = stmt.lineno - 1, stmt.end_lineno
+                    if start and not lines[start - 1].strip() and (end == len(lines) or not lines[end].strip()):
+                        start -= 1  # it stood alone between blank lines: keep one, as a formatter would
+                    kept = lines[:start] + lines[end:]
                     out.append(Mutant("delete_delegation", stmt.lineno, b"".join(kept), cls.name))
     return out
 

@@ -263,6 +263,18 @@ def test_github_after_fix_notes_the_changed_files(tree: Path) -> None:
     assert out.splitlines()[-1].startswith("contractfix: ") and "fixed" in out.splitlines()[-1]
 
 
+def test_fix_preview_says_nothing_was_written(tree: Path) -> None:
+    before = {p: p.read_bytes() for p in tree.rglob("*.py")}
+    code, out = run("fix", "--diff", "--format", "github", tree.name)
+    notices = [parse_command(line) for line in out.splitlines() if line.startswith("::notice")]
+    assert notices and all(message.startswith("would fix: ") for _, _, message in notices)
+    assert out.splitlines()[-1].endswith("(preview: nothing written)")
+    doc = json.loads(run("fix", "--diff", "--format", "json", tree.name)[1])
+    assert doc["written"] is False and doc["files_changed"]
+    validate(doc, JSON_SCHEMA)
+    assert {p: p.read_bytes() for p in tree.rglob("*.py")} == before
+
+
 # Shell completion
 
 

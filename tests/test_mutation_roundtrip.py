@@ -22,7 +22,7 @@ import pytest
 from codemods import engine
 from codemods.config import Options
 from codemods.registry import REGISTRY, load_registry
-from tests.mutations import KINDS, Mutant, mutants
+from tests.mutations import KINDS, Mutant, declares_pp, mutants
 
 pytestmark = pytest.mark.vllm_src
 
@@ -79,19 +79,6 @@ def known_cause(kind: str, tables: set[str], mutant: Mutant, findings: list) -> 
     """Why a mutant may not be restored today: a cause reported to the rule owners, each with a
     strict expected-failure example in tests/property/test_regressions.py, or a refusal by design
     (empty: none)."""
-    if kind == "drop_none_default" and _draft(tables):
-        return ("draft heads are not PP002 entries (engine._entries skips the speculative-decoding "
-                "table), yet the drafters call them without intermediate_tensors")
-    if kind in ("drop_last_key", "add_unsent_key") and mutant.guarded:
-        return ("a factory assigned in if/else branches is never fixed, even when the per-branch "
-                "mismatch is proven (PP001/PP003 report it without a fix)")
-    if kind == "add_unsent_key" and any("the keys read are not all known" in f.message for f in findings):
-        return ("by design: intermediate_tensors is handed to a helper the analysis cannot resolve "
-                "(minimax_m3 `decode.plan(positions, intermediate_tensors)`), so the added key may be "
-                "read there and PP003 withholds its fix")
-    if kind == "add_unsent_key" and not mutant.receives:
-        return ("the factory's class sends without receiving intermediate_tensors (its forward has "
-                "no such parameter; chatglm GLMTransformer): traffic only follows calls passing it")
     return ""
 
 
@@ -134,9 +121,14 @@ def test_fix_of_mutant_equals_fix_of_original(kind: str, vllm_tree, capsys) -> N
     tables = _tables(root)
     options = Options(unsafe_fixes=kind not in STRICT)
     cases = []
-    for path in _model_files(root):
+    files = _model_files(root)
+    pp = declares_pp([p.read_bytes() for p in files]) if kind == "delete_delegation" else set()
+    for path in files:
         module = ".".join(path.relative_to(root).with_suffix("").parts)
-        registered = {cls for (mod, cls), t in tables.items() if mod == module and (kind != "delete_delegation" or not _draft(t))}
+        registered = {
+            cls for (mod, cls), t in tables.items()
+            if mod == module and (kind != "delete_delegation" or not _draft(t) and cls in pp)
+        }
         cases += [(path, module, m) for m in mutants(kind, path.read_bytes(), registered)]
     assert cases, f"no site for {kind} in {origin}"
     sample = _spread(cases, SAMPLE)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import libcst as cst
 from libcst.metadata import PositionProvider
 
@@ -60,6 +62,10 @@ class InsertAfter(EditTransformer):
         """The source of the statement to insert (at indentation `column`)."""
         raise NotImplementedError
 
+    def blank_before(self, body: Sequence[cst.BaseStatement], index: int) -> bool:
+        """Whether a blank line separates the inserted statement from `body[index]`."""
+        return False
+
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self.classes.append(node.name.value)
 
@@ -78,7 +84,10 @@ class InsertAfter(EditTransformer):
                 if position.end.line != edit.line:
                     continue
                 body = list(updated.body.body)
-                body.insert(index + 1, cst.parse_statement(self.statement(edit, position.start.column)))
+                inserted = cst.parse_statement(self.statement(edit, position.start.column))
+                if self.blank_before(original.body.body, index):
+                    inserted = inserted.with_changes(leading_lines=[cst.EmptyLine(indent=False)])
+                body.insert(index + 1, inserted)
                 self.touch(stmt, edit)
                 return updated.with_changes(body=updated.body.with_changes(body=body))
         return updated

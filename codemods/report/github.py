@@ -15,8 +15,10 @@ def render(report: Report, verbose: bool = False, mode: str = "check") -> str:
         lines += [_finding("notice", f) for f in report.notes]
     lines += [_command("error", e.message, file=relative(e.path), title="contractfix") for e in report.errors]
     if mode == "fix":
-        lines += [_fixed(c) for c in report.changes]
-        lines.append(f"contractfix: {len(report.fixed)} fixed, {len(findings)} remaining, {len(report.errors)} error(s)")
+        done = "fixed" if report.written else "would fix"
+        lines += [_fixed(c, done) for c in report.changes]
+        preview = "" if report.written else " (preview: nothing written)"
+        lines.append(f"contractfix: {len(report.fixed)} {done.replace('would fix', 'to fix')}, {len(findings)} remaining, {len(report.errors)} error(s){preview}")
     else:
         lines.append(
             f"contractfix: {len(findings)} finding(s) in {report.files_scanned} file(s) scanned, "
@@ -37,9 +39,9 @@ def _finding(level: str, f: Finding) -> str:
     return _command(level, message, file=relative(f.path), line=f.line, col=f.column + 1, title=f"{f.rule} {f.name}")
 
 
-def _fixed(change: FileChange) -> str:
+def _fixed(change: FileChange, done: str) -> str:
     what = ", ".join(f"{f.rule} {f.cls}" for f in change.findings)
-    return _command("notice", f"fixed: {what}", file=relative(change.path), title="contractfix fix")
+    return _command("notice", f"{done}: {what}", file=relative(change.path), title="contractfix fix")
 
 
 def _command(level: str, message: str, **properties) -> str:

@@ -39,4 +39,5 @@ def document(report: Report, verbose: bool = False) -> dict:
     if report.changes or report.fixed:
         doc["fixed"] = [finding(f) for f in report.fixed]
         doc["files_changed"] = [relative(c.path) for c in report.changes]
+        doc["written"] = report.written
     return doc

@@ -41,7 +41,8 @@ def render(report: Report, verbose: bool = False) -> str:
 
 
 def render_fix(report: Report, verbose: bool = False) -> str:
-    lines = [f"fixed {relative(c.path)}: " + ", ".join(f"{f.rule} {f.cls}" for f in c.findings) for c in report.changes]
+    done = "fixed" if report.written else "would fix"
+    lines = [f"{done} {relative(c.path)}: " + ", ".join(f"{f.rule} {f.cls}" for f in c.findings) for c in report.changes]
     remaining = report.remaining
     if remaining:
         lines.append(f"{len(remaining)} finding(s) left:")
@@ -52,7 +53,8 @@ def render_fix(report: Report, verbose: bool = False) -> str:
             lines.extend(finding_lines(note))
     for error in report.errors:
         lines.append(f"{relative(error.path)}: error: {error.message}")
-    lines.append(f"{len(report.fixed)} fixed, {len(remaining)} remaining, {len(report.errors)} error(s)")
+    preview = "" if report.written else " (preview: nothing written)"
+    lines.append(f"{len(report.fixed)} {'fixed' if report.written else 'to fix'}, {len(remaining)} remaining, {len(report.errors)} error(s){preview}")
     return "\n".join(lines)
 
 

@@ -15,6 +15,16 @@ def quote_keys(keys) -> str:
     return ", ".join(f'"{k}"' for k in keys)
 
 
+def guard_text(guard) -> str:
+    """A configuration guard as Python: `self.a and not self.b`."""
+    def atom(text: str, polarity: bool) -> str:
+        if " " in text and (len(guard) > 1 or not polarity):
+            text = f"({text})"
+        return text if polarity else f"not {text}"
+
+    return " and ".join(atom(text, polarity) for text, polarity in guard)
+
+
 @dataclass(frozen=True)
 class Rule:
     """A rule's metadata: the single source for `rules`, `explain`, the README table and PR bodies."""

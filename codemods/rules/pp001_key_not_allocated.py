@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ..conditions import missing
 from ..findings import Applicability, Edit, Finding, Fix
-from .base import Context, Rule, quote_keys
+from .base import Context, Rule, guard_text, quote_keys
 
 RULE = Rule(
     code="PP001",
@@ -18,8 +18,10 @@ RULE = Rule(
         "(`IntermediateTensors({...})`) or this rank reads (`intermediate_tensors[\"k\"]`) but the "
         "factory does not allocate raises `KeyError` at start-up of every non-first rank "
         "(Step3TextModel, vLLM <= 0.21.0). The fix adds the keys that are sent to the factory's list; "
-        "a key that is read but never sent is reported only, since allocating it would break the "
-        "newer runner the other way."
+        "for a factory assigned per configuration (`if self.flag: ... else: ...`), to the list of the "
+        "branch that lacks them, when every configuration taking that branch sends them. A key that is "
+        "read but never sent is reported only, since allocating it would break the newer runner the "
+        "other way."
     ),
     before=(
         "self.make_empty_intermediate_tensors = make_empty_intermediate_tensors_factory(\n"
@@ -46,21 +48,22 @@ def check(ctx: Context) -> list[Finding]:
         alloc = ctx.resolver.allocation(ref)
         if alloc.missing or not alloc.side.complete or not alloc.sites:
             continue
-        sent = missing([traffic.sends], alloc.side)
-        read = missing([traffic.reads], alloc.side)
-        if sent is None or read is None:
-            continue
         sent_anywhere = {u.use.key for u in traffic.sends.uses}
-        read_only = tuple(k for k in read.always if k not in sent_anywhere)
-        owner, producer = alloc.sites[0]
-        if read_only and (owner.key, producer, read_only) not in reported:
-            reported.add((owner.key, producer, read_only))
-            findings.append(_read_only(ctx, ref, alloc, traffic, read_only))
-        by_site.setdefault((owner.key, producer), []).append((ref, alloc, traffic, sent.always))
-        for verdict in (sent, read):
-            if verdict.sometimes and (owner.key, producer, verdict.sometimes) not in reported:
-                reported.add((owner.key, producer, verdict.sometimes))
-                findings.append(_conditional(ctx, alloc, verdict, traffic))
+        for branch in alloc.branches():
+            sent = missing([traffic.sends], branch.side, branch.guard)
+            read = missing([traffic.reads], branch.side, branch.guard)
+            if sent is None or read is None:
+                continue
+            site = (branch.owner.key, branch.producer)
+            read_only = tuple(k for k in read.always if k not in sent_anywhere)
+            if read_only and (*site, read_only) not in reported:
+                reported.add((*site, read_only))
+                findings.append(_read_only(ctx, ref, branch, traffic, read_only))
+            by_site.setdefault(site, []).append((ref, branch, traffic, sent.always))
+            for verdict in (sent, read):
+                if verdict.sometimes and (*site, verdict.sometimes) not in reported:
+                    reported.add((*site, verdict.sometimes))
+                    findings.append(_conditional(ctx, branch, verdict, traffic))
     for users in by_site.values():
         needs = {keys for *_, keys in users}
         violating = [u for u in users if u[3]]
@@ -72,34 +75,39 @@ def check(ctx: Context) -> list[Finding]:
     return findings
 
 
-def _sent(ctx: Context, ref, alloc, traffic, keys, why: str) -> Finding:
-    owner, producer = alloc.sites[0]
+def _sent(ctx: Context, ref, branch, traffic, keys, why: str) -> Finding:
+    owner, producer = branch.owner, branch.producer
     path = owner.module.path
     line, column = producer.list_line or producer.line, producer.list_column or producer.column
     quoted = quote_keys(keys)
     fix = None
-    clone = None if why else _clone_plan(ctx, alloc, keys)
-    why = why or ("" if clone else _unfixable(ctx, alloc))
+    clone = None if why else _clone_plan(ctx, branch, keys)
+    why = why or ("" if clone else _unfixable(ctx, branch))
     if clone:
         fix = clone
     elif not why:
         fix = Fix(
             Applicability.SAFE,
-            f"add {quoted} to the factory's key list",
+            f"add {quoted} to the factory's key list" + _when(branch),
             (Edit("add_keys", Path(path), line, column, (tuple(producer.keys), keys)),),
         )
     return Finding(
         RULE.code, RULE.name, Path(path), line, column, owner.cls.name if fix else ref.cls.name,
-        f"{quoted} sent to the next rank but not allocated by make_empty_intermediate_tensors "
-        f"(KeyError on non-first ranks)" + (f"; not auto-fixable: {why}" if why else ""),
-        keys=keys, fix=fix, evidence=_evidence(ctx, alloc, traffic, keys),
+        f"{quoted} sent to the next rank but not allocated by make_empty_intermediate_tensors"
+        f"{_when(branch)} (KeyError on non-first ranks)" + (f"; not auto-fixable: {why}" if why else ""),
+        keys=keys, fix=fix, evidence=_evidence(ctx, branch, traffic, keys),
     )
 
 
-def _clone_plan(ctx: Context, alloc, keys) -> Fix | None:
+def _when(branch) -> str:
+    """` when `cfg`` for a factory assigned under a configuration condition."""
+    return f" when `{guard_text(branch.guard)}`" if branch.guard else ""
+
+
+def _clone_plan(ctx: Context, branch, keys) -> Fix | None:
     """Unsafe fix for a hand-written producer that returns one dict literal of fixed keys."""
-    owner, producer = alloc.sites[0]
-    if producer.kind != "method" or len(alloc.sites) > 1 or producer.guard:
+    owner, producer = branch.owner, branch.producer
+    if producer.kind != "method" or not branch.own or branch.guard:
         return None
     fn = owner.cls.methods.get(producer.method)
     if fn is None or len(fn.alloc_dicts) != 1 or fn.alloc_delegations or not ctx.editable(owner.module.path):
@@ -117,39 +125,38 @@ def _clone_plan(ctx: Context, alloc, keys) -> Fix | None:
     )
 
 
-def _unfixable(ctx: Context, alloc) -> str:
-    owner, producer = alloc.sites[0]
-    if len(alloc.sites) > 1 or producer.guard:
-        return "the factory is assigned under a configuration condition"
-    if producer.kind != "factory":
-        return f"keys are allocated by a hand-written {producer.kind}"
-    if not ctx.editable(owner.module.path):
-        return f"the factory lives in {owner.module.path}, outside the checked paths"
+def _unfixable(ctx: Context, branch) -> str:
+    if not branch.own:
+        return "the factory is assigned under configuration conditions that overlap"
+    if branch.producer.kind != "factory":
+        return f"keys are allocated by a hand-written {branch.producer.kind}"
+    if not ctx.editable(branch.owner.module.path):
+        return f"the factory lives in {branch.owner.module.path}, outside the checked paths"
     return ""
 
 
-def _read_only(ctx: Context, ref, alloc, traffic, keys) -> Finding:
-    owner, producer = alloc.sites[0]
+def _read_only(ctx: Context, ref, branch, traffic, keys) -> Finding:
+    owner, producer = branch.owner, branch.producer
     quoted = quote_keys(keys)
     return Finding(
         RULE.code, RULE.name, Path(owner.module.path), producer.list_line or producer.line,
         producer.list_column or producer.column, ref.cls.name,
         f"{quoted} read on a non-first rank but neither sent nor allocated; "
         "no fix: allocating a key that is never sent breaks the newer runner",
-        keys=keys, evidence=_evidence(ctx, alloc, traffic, keys),
+        keys=keys, evidence=_evidence(ctx, branch, traffic, keys),
     )
 
 
-def _evidence(ctx: Context, alloc, traffic, keys) -> tuple:
+def _evidence(ctx: Context, branch, traffic, keys) -> tuple:
     evidence = ctx.evidence([u for u in traffic.sends.uses if u.use.key in keys], "sent")
     evidence += ctx.evidence([u for u in traffic.reads.uses if u.use.key in keys], "read")
-    evidence += ctx.evidence(alloc.side.uses[:1], "allocated")
+    evidence += ctx.evidence(branch.side.uses[:1], "allocated")
     return tuple(evidence)
 
 
-def _conditional(ctx: Context, alloc, verdict, traffic) -> Finding | None:
+def _conditional(ctx: Context, branch, verdict, traffic) -> Finding | None:
     keys = verdict.sometimes
-    owner, producer = alloc.sites[0]
+    owner, producer = branch.owner, branch.producer
     conditions = " / ".join(verdict.conditions)
     evidence = ctx.evidence([u for u in traffic.sends.uses + traffic.reads.uses if u.use.key in keys], "used")
     if verdict.shared:

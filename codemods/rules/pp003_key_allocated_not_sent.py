@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ..conditions import missing
 from ..findings import Applicability, Edit, Finding, Fix
-from .base import Context, Rule, quote_keys
+from .base import Context, Rule, guard_text, quote_keys
 
 RULE = Rule(
     code="PP003",
@@ -17,8 +17,9 @@ RULE = Rule(
         "The newer runner (default since vLLM 0.29) loops over the buffer keys and indexes the "
         "received dict with each, so a key that is allocated but never sent raises `KeyError` on "
         "the first real step of every non-first rank (FalconH1Model allocated `residual` but sent "
-        "only `hidden_states`). The fix removes the key from a literal factory list when the sent "
-        "keys are known exactly and the key is not read; otherwise it is reported only."
+        "only `hidden_states`). The fix removes the key from a literal factory list (from one branch's "
+        "list, for a factory assigned per configuration) when the sent keys are known exactly and the "
+        "key is not read; otherwise it is reported only."
     ),
     before=(
         "self.make_empty_intermediate_tensors = make_empty_intermediate_tensors_factory(\n"
@@ -45,44 +46,44 @@ def check(ctx: Context) -> list[Finding]:
         alloc = ctx.resolver.allocation(ref)
         if alloc.missing or not alloc.side.complete or not alloc.sites:
             continue
-        verdict = missing([alloc.side], traffic.sends)
-        if verdict is None or not verdict.always:
-            continue
-        owner, producer = alloc.sites[0]
-        by_site.setdefault((owner.key, producer), []).append((ref, alloc, traffic, verdict.always))
+        for branch in alloc.branches():
+            verdict = missing([branch.side], traffic.sends, branch.guard)
+            if verdict is not None and verdict.always:
+                by_site.setdefault((branch.owner.key, branch.producer), []).append((ref, branch, traffic, verdict.always))
     findings = []
     for users in by_site.values():
         agree = len({keys for *_, keys in users}) == 1
-        for ref, alloc, traffic, keys in users[:1] if agree else users:
-            findings.append(_finding(ctx, ref, alloc, traffic, keys, agree))
+        for ref, branch, traffic, keys in users[:1] if agree else users:
+            findings.append(_finding(ctx, ref, branch, traffic, keys, agree))
     return findings
 
 
-def _finding(ctx: Context, ref, alloc, traffic, keys, agree: bool) -> Finding:
-    owner, producer = alloc.sites[0]
+def _finding(ctx: Context, ref, branch, traffic, keys, agree: bool) -> Finding:
+    owner, producer = branch.owner, branch.producer
     path = owner.module.path
     line, column = producer.list_line or producer.line, producer.list_column or producer.column
     quoted = quote_keys(keys)
+    when = f" when `{guard_text(branch.guard)}`" if branch.guard else ""
     read = {k for k in keys for u in traffic.reads.uses if u.use.key and fnmatchcase(k, u.use.key)}
     why = ""
     if not agree:
         why = "classes sharing this factory send different keys"
-    elif producer.kind != "factory" or len(alloc.sites) > 1 or producer.guard:
-        why = "the keys are not a single unconditional factory list"
+    elif producer.kind != "factory" or not branch.own:
+        why = "the keys are not a single factory list per configuration"
     elif read or not traffic.reads.complete:
         why = "the key is read on non-first ranks" if read else "the keys read are not all known"
     elif not ctx.editable(path):
         why = f"the factory lives in {path}, outside the checked paths"
     fix = None if why else Fix(
         Applicability.SAFE,
-        f"remove {quoted} from the factory's key list",
+        f"remove {quoted} from the factory's key list" + when,
         (Edit("remove_keys", Path(path), line, column, (tuple(producer.keys), keys)),),
     )
-    evidence = ctx.evidence([u for u in alloc.side.uses if u.use.key in keys], "allocated")
+    evidence = ctx.evidence([u for u in branch.side.uses if u.use.key in keys], "allocated")
     evidence += ctx.evidence(traffic.sends.uses, "sent")
     return Finding(
         RULE.code, RULE.name, Path(path), line, column, owner.cls.name if fix else ref.cls.name,
-        f"{quoted} allocated by make_empty_intermediate_tensors but never sent "
-        "(KeyError in the newer runner)" + (f"; not auto-fixable: {why}" if why else ""),
+        f"{quoted} allocated by make_empty_intermediate_tensors{when} but never sent"
+        f"{' then' if when else ''} (KeyError in the newer runner)" + (f"; not auto-fixable: {why}" if why else ""),
         keys=keys, fix=fix, evidence=tuple(evidence),
     )

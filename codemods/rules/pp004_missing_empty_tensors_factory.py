@@ -19,7 +19,8 @@ RULE = Rule(
         "and fails at start-up of rank 1: the Protocol stub returns None (vLLM <= 0.27) or "
         "AttributeError (later). Real cases: Kimi-Linear's wrapper, multimodal wrappers without "
         "`self.make_empty_intermediate_tensors = self.language_model.make_empty_intermediate_tensors`, "
-        "a misspelled attribute name. The fix adds that delegation line to `__init__` when the "
+        "a misspelled attribute name, a subclass whose `nn.Module.__init__(self)` skips the base "
+        "`__init__` that delegated. The fix appends that delegation line to `__init__` when the "
         "forward hands `intermediate_tensors` to exactly one submodule: safe when the submodule's "
         "class is known and has a producer, unsafe when it is built dynamically."
     ),
@@ -42,7 +43,7 @@ RULE = Rule(
 
 def check(ctx: Context) -> list[Finding]:
     """One finding per class that lacks a producer, except subclasses of a class whose fix
-    (a delegation in its `__init__`) they inherit."""
+    (a delegation in its `__init__`) they inherit, that `__init__` running for them too."""
     missing = [
         ref for ref in ctx.entries
         if not ref.cls.is_protocol and "SupportsPP" in ctx.index.base_names(ref)
@@ -52,7 +53,7 @@ def check(ctx: Context) -> list[Finding]:
     fixed_bases = {ref for ref, f in findings.items() if f.fix}
     return [
         f for ref, f in findings.items()
-        if not any(base in fixed_bases for base in ctx.index.mro(ref)[1:])
+        if not any(base in fixed_bases and base.key in ctx.index.initialized(ref) for base in ctx.index.mro(ref)[1:])
     ]
 
 
@@ -79,7 +80,7 @@ def _plan(ctx: Context, ref: ClassRef) -> tuple[Fix | None, str]:
         return None, "no forward that takes intermediate_tensors"
     targets = {
         call.target[1] for call in found[1].calls
-        if len(call.target) >= 2 and call.target[0] == "self" and call.target[1] in _submodules(ctx, ref)
+        if not call.relay and len(call.target) >= 2 and call.target[0] == "self" and call.target[1] in _submodules(ctx, ref)
     }
     if len(targets) != 1:
         return None, "forward does not hand intermediate_tensors to exactly one submodule"
@@ -95,7 +96,7 @@ def _plan(ctx: Context, ref: ClassRef) -> tuple[Fix | None, str]:
         applicability, note = Applicability.SAFE, ""
     if not ctx.editable(ref.module.path):
         return None, f"{ref.module.path} is outside the checked paths"
-    line = ref.cls.init_last_assign[attr]
+    line = ref.cls.init_end
     return Fix(
         applicability,
         f"delegate to self.{attr}.make_empty_intermediate_tensors in __init__{note}",

@@ -123,6 +123,7 @@ class Violation:
     classes: frozenset[str]  # the finding's class is one of these
     fixable: bool  # a safe fix is expected (applied by a default `fix`)
     exact: bool  # that fix must give the healthy twin byte for byte
+    sites: int = 1  # findings expected: one per factory list it breaks
 
 
 def render(tree: Tree, violation: Violation | None = None) -> dict[str, str]:
@@ -327,8 +328,9 @@ def _wrapper_class(f: Family, name: str, inner: str, style: Module, kind: str | 
         "        super().__init__()",
         "        config = vllm_config.model_config.hf_config",
         f"        self.model = {inner}(config)",
+        "        self.scale = config.logit_scale",
     ]
-    if kind != "no_delegation" and style.tabs:
+    if kind != "no_delegation" and style.tabs:  # last in __init__, as vLLM mostly writes it
         out.append("        self.make_empty_intermediate_tensors = self.model.make_empty_intermediate_tensors")
     elif kind != "no_delegation":  # over 88 columns with spaces: wrapped, as ruff formats vLLM
         out += [
@@ -336,7 +338,6 @@ def _wrapper_class(f: Family, name: str, inner: str, style: Module, kind: str | 
             "            self.model.make_empty_intermediate_tensors",
             "        )",
         ]
-    out.append("        self.scale = config.logit_scale")
     out.append("")
     sig = f.wrapper_sig
     if kind == "required_it":

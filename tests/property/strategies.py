@@ -138,7 +138,7 @@ def possible_kinds(f: Family) -> list[str]:
     """Violation kinds that make sense for this family and whose rule exists."""
     possible = {
         "drop_key": len(f.keys) > 1,
-        "extra_key": not f.conditional,
+        "extra_key": True,
         "required_it": True,
         "no_delegation": not f.wrapper_base,
         "get_access": f.read_style == "tensors_get" and bool(f.reads),
@@ -156,7 +156,7 @@ def violation(tree: Tree, index: int, kind: str) -> Violation:
     if kind == "read_unsent":
         classes = f.classes  # reported on the first class that reads through this factory
     if kind == "drop_key":
-        fixable = f.producer == "factory" and not f.conditional
+        fixable = f.producer == "factory"
         classes = {f.inner} if fixable else f.classes
     elif kind == "extra_key":
         fixable = f.producer == "factory"
@@ -168,12 +168,13 @@ def violation(tree: Tree, index: int, kind: str) -> Violation:
     elif kind in ("no_delegation", "altered_output"):
         classes = {f"{f.title}ForCausalLM"} if kind == "no_delegation" else {f.wrapper}
         fixable = kind == "no_delegation"
-    elif kind == "get_access":
+    elif kind in ("get_access", "drop_conditional_key"):
         fixable = True
-    exact = fixable
+    exact = fixable and not (kind == "drop_key" and f.conditional)  # the key goes after the conditional one
     if kind == "required_it" and f.wrapper_sig.it.annotation == "IntermediateTensors":
         exact = False  # the fix also widens the annotation: checked by scope, not by the twin
-    return Violation(index, kind, KINDS[kind], frozenset(classes), fixable, exact)
+    sites = 2 if kind in ("drop_key", "extra_key") and f.conditional else 1  # one finding per factory branch
+    return Violation(index, kind, KINDS[kind], frozenset(classes), fixable, exact, sites)
 
 
 @st.composite

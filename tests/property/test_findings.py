@@ -1,5 +1,5 @@
-"""No false positives on trees that keep the contract; exactly one finding, of the right rule on
-the right class, on trees that break it once."""
+"""No false positives on trees that keep the contract; exactly one finding per broken factory list,
+of the right rule on the right class, on trees that break it once."""
 
 from __future__ import annotations
 
@@ -28,8 +28,9 @@ def test_one_violation_gives_exactly_that_rule_on_that_class(case) -> None:
     with workspace.on_disk(render(tree, violation)) as root:
         report = workspace.check(root)
     assert report.errors == [], workspace.describe(report)
-    assert [(f.rule, f.cls in violation.classes) for f in report.findings] == [(violation.rule, True)], (
+    expected = [(violation.rule, True)] * violation.sites
+    assert [(f.rule, f.cls in violation.classes) for f in report.findings] == expected, (
         f"{violation}\n{workspace.describe(report)}"
     )
-    safe = report.findings[0].fix is not None and report.findings[0].fix.applicability is Applicability.SAFE
-    assert safe == violation.fixable, f"{violation}\n{workspace.describe(report)}"
+    safe = [f.fix is not None and f.fix.applicability is Applicability.SAFE for f in report.findings]
+    assert safe == [violation.fixable] * violation.sites, f"{violation}\n{workspace.describe(report)}"

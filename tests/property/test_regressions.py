@@ -1,9 +1,7 @@
-"""Counter-examples found by the property and mutation tests, on our own code: the fixed ones as
-plain tests, the open ones as strict expected failures (so that their fix shows up)."""
+"""Counter-examples found by the property and mutation tests, kept as plain tests once fixed (an
+open one would be a strict expected failure, so that its fix shows up)."""
 
 from __future__ import annotations
-
-import pytest
 
 from tests.property import workspace
 from tests.property.modelgen import (
@@ -68,13 +66,9 @@ def _conditional_family() -> Family:
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="PP001 proves that the `if self.use_residual:` branch's factory lacks \"residual\" (sent "
-    "under the same condition) but never fixes a factory assigned in if/else branches; adding the "
-    "key to that branch's literal list would. Found by the mutation round-trip (vllm/models/hy_v4).",
-)
 def test_per_branch_missing_key_is_fixed_in_its_branch() -> None:
+    """A key missing from one branch of an if/else factory is added to that branch only (found by
+    the mutation round-trip on vllm/models/hy_v4)."""
     tree = Tree((_conditional_family(),), Module(), registry=False)
     broken = render(tree, Violation(0, "drop_conditional_key", "PP001", frozenset({"AlphaModel"}), True, True))
     with workspace.on_disk(broken) as root:
@@ -159,14 +153,9 @@ def test_unsent_key_is_found_beside_aux_packing() -> None:
     assert [(f.rule, f.keys, bool(f.fix)) for f in _findings(AUX_PACKING)] == [("PP003", ("unused_buffer",), True)]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the factory's class sends from a forward that does not take intermediate_tensors (the "
-    "wrapper reads them and calls it with hidden states); traffic follows only calls that pass "
-    "intermediate_tensors, so its sends are invisible and PP003 stays silent. Found by the "
-    "mutation round-trip (chatglm.py GLMTransformer).",
-)
 def test_unsent_key_is_found_when_the_sender_does_not_receive() -> None:
+    """The wrapper reads the tensors and returns what its encoder, which never sees them, sends
+    (found by the mutation round-trip on chatglm.py GLMTransformer)."""
     assert [(f.rule, f.keys, bool(f.fix)) for f in _findings(SILENT_SENDER)] == [("PP003", ("unused_buffer",), True)]
 
 
@@ -203,12 +192,69 @@ class OcrVLM(BaseVLM):
 '''
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="an attribute assigned in a base's __init__ counts as the subclass's producer even when the "
-    "subclass overrides __init__ without calling it (`nn.Module.__init__(self)`), so a missing "
-    "delegation goes unreported. Found by the mutation round-trip (lightonocr.py, whose base is "
-    "Mistral3ForConditionalGeneration).",
-)
 def test_delegation_of_a_base_init_that_never_runs_is_missing() -> None:
+    """The base's delegation is assigned in its `__init__`, which `nn.Module.__init__(self)` skips
+    (found by the mutation round-trip on lightonocr.py, whose base is Mistral3ForConditionalGeneration)."""
     assert [(f.rule, f.cls) for f in _findings(SKIPPED_SUPER_INIT)] == [("PP004", "OcrVLM")]
+
+
+OCR_ONLY = '''\
+from torch import nn
+
+from vllm.model_executor.models.model import BaseVLM, TextModel
+
+
+class OcrVLM(BaseVLM):
+    def __init__(self, config):
+        nn.Module.__init__(self)
+        self.language_model = TextModel(config)
+'''
+
+
+def test_a_file_that_only_skips_a_base_init_is_checked() -> None:
+    """The subclass's file names no intermediate tensors at all (no forward, no producer), yet it
+    is the one to fix: `nn.Module.__init__(self)` makes it relevant (lightonocr.py)."""
+    base = SKIPPED_SUPER_INIT[: SKIPPED_SUPER_INIT.index("\n\nclass OcrVLM")]
+    registry = '_MULTIMODAL_MODELS = {\n    "OcrVLM": ("ocr", "OcrVLM"),\n}\n'
+    files = {f"{MODELS}/model.py": base, f"{MODELS}/ocr.py": OCR_ONLY, f"{MODELS}/registry.py": registry}
+    with workspace.on_disk(files) as root:
+        findings = workspace.check(root).findings
+    assert [(f.rule, f.cls, f.path.name, bool(f.fix)) for f in findings] == [("PP004", "OcrVLM", "ocr.py", True)]
+
+
+HELPER_READER = HEADER + '''
+
+class Planner:
+    def plan(self, positions, intermediate_tensors):
+        if intermediate_tensors is not None:
+            return None
+        return positions
+
+
+class SparseModel(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.planner: Planner | None = None
+        self.make_empty_intermediate_tensors = make_empty_intermediate_tensors_factory(
+            ["hidden_states", "unused_buffer"], config.hidden_size
+        )
+
+    def forward(self, input_ids, positions, intermediate_tensors=None):
+        if get_pp_group().is_first_rank:
+            hidden_states = self.embed(input_ids)
+        else:
+            hidden_states = intermediate_tensors["hidden_states"]
+        planner = self.planner
+        step = planner.plan(positions, intermediate_tensors)
+        if not get_pp_group().is_last_rank:
+            return IntermediateTensors({"hidden_states": hidden_states})
+        return hidden_states
+'''
+
+
+def test_tensors_handed_to_a_declared_helper_are_followed() -> None:
+    """`planner = self.planner` then `planner.plan(positions, intermediate_tensors)`, with the
+    attribute declared `self.planner: Planner | None = None`: the helper is resolved, reads no key,
+    and the unsent key gets its fix (found by the mutation round-trip on minimax_m3's
+    `decode.plan(...)`)."""
+    assert [(f.rule, f.keys, bool(f.fix)) for f in _findings(HELPER_READER)] == [("PP003", ("unused_buffer",), True)]
