@@ -213,11 +213,22 @@ class _ClassAnalyzer:
             for stmt in fn.body:
                 for attr in _assigned_in(stmt):
                     self.facts.init_last_assign[attr] = stmt.end_lineno or stmt.lineno
-            self.facts.init_end = fn.body[-1].end_lineno or fn.body[-1].lineno
+            built = [stmt for stmt in fn.body if _builds(stmt)]
+            self.facts.init_last_build = built[-1].end_lineno or built[-1].lineno if built else 0
             self.facts.init_calls = tuple(_init_calls(fn))
         _InitWalker(self.facts, fn).walk(fn.body, ())
         if self.mentions(fn):
             self.facts.methods[fn.name] = _FunctionAnalyzer(fn, producer=False).run()
+
+
+def _builds(stmt: ast.stmt) -> bool:
+    """Whether a statement constructs something: calls a class (a capitalized name) or a builder."""
+    for node in ast.walk(stmt):
+        if isinstance(node, ast.Call):
+            chain = dotted(node.func) or ("",)
+            if chain[-1][:1].isupper() or chain[-1] in DYNAMIC_BUILDERS:
+                return True
+    return False
 
 
 def _init_calls(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
@@ -345,7 +356,12 @@ def _submodule(attr: str, value: ast.expr, line: int) -> Submodule | None:
     if chain is None or chain[0] == "self":
         return None
     name = ".".join(chain)
-    return Submodule(attr, name, line, dynamic=chain[-1] in DYNAMIC_BUILDERS)
+    if chain[-1] not in DYNAMIC_BUILDERS:
+        return Submodule(attr, name, line, dynamic=False)
+    archs = next((k.value for k in value.keywords if k.arg == "architectures"), None)
+    named = archs.elts if isinstance(archs, (ast.List, ast.Tuple)) else []
+    arch = _const_str(named[0]) if len(named) == 1 else None
+    return Submodule(attr, name, line, dynamic=True, arch=arch or "")
 
 
 def _annotated(attr: str, annotation: ast.expr, line: int) -> Submodule | None:

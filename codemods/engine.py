@@ -195,10 +195,11 @@ def evaluate(session: Session) -> tuple[list[Finding], list[Finding]]:
     """Run the selected rules; return (findings, cannot-verify notes), suppressions applied."""
     index = session.index
     subjects = _subjects(session.targets)
-    entries, drafts, found = _entries(session, subjects)
+    registered = load_registry(session.registry) if session.registry else []
+    entries, drafts, found = _entries(session, subjects, registered)
     ctx = rules.Context(
         index=index,
-        resolver=Resolver(index),
+        resolver=Resolver(index, {e.arch: (e.module, e.cls) for e in registered}),
         subjects=subjects,
         entries=entries,
         drafts=drafts,
@@ -253,7 +254,7 @@ def _concerns_targets(finding: Finding, targets: set[str], names: set[str]) -> b
     return finding.cls in names
 
 
-def _entries(session: Session, subjects: list[ClassRef]) -> tuple[list[ClassRef], list[ClassRef], bool]:
+def _entries(session: Session, subjects: list[ClassRef], registered: list) -> tuple[list[ClassRef], list[ClassRef], bool]:
     """Registered classes that bear on the targets, as (entries, draft heads, registry found);
     without a registry, SupportsPP classes are the entries.
 
@@ -268,7 +269,7 @@ def _entries(session: Session, subjects: list[ClassRef]) -> tuple[list[ClassRef]
     subclass = _subclass_pattern(names)
     entries: list[ClassRef] = []
     drafts: list[ClassRef] = []
-    for entry in load_registry(session.registry):
+    for entry in registered:
         known = index.by_name.get(entry.module) is not None or entry.cls in names
         if not known and not _matches(root, entry.module, subclass):
             continue

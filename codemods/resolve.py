@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .facts import Call, FunctionFacts, Guard, KeyUse, Producer
 from .conditions import exclusive
+from .facts import Call, FunctionFacts, Guard, KeyUse, Producer
 from .index import ClassRef, Index
 
 NOT_MODULES = {"PPMissingLayer", "Identity", "ModuleList", "ModuleDict", "Sequential"}
@@ -67,7 +67,7 @@ class Allocation:
         if len(self.sites) > 1 and factories and exclusive(self.guards):
             return [
                 Branch(owner, p, guard, Side([Located(owner.module.path, KeyUse(k, p.list_line or p.line, guard)) for k in p.keys]), True)
-                for (owner, p), guard in zip(self.sites, self.guards)
+                for (owner, p), guard in zip(self.sites, self.guards, strict=True)
             ]
         (owner, producer), guard = self.sites[0], self.guards[0]
         alone = len(self.sites) == 1
@@ -84,8 +84,12 @@ class Traffic:
 
 
 class Resolver:
-    def __init__(self, index: Index) -> None:
+    """`architectures` maps a registered architecture to its (dotted module, class), for
+    submodules built by the registry with `architectures=["X"]`."""
+
+    def __init__(self, index: Index, architectures: dict[str, tuple[str, str]] | None = None) -> None:
         self.index = index
+        self.architectures = architectures or {}
         self._alloc: dict = {}
         self._traffic: dict = {}
 
@@ -188,13 +192,15 @@ class Resolver:
         return f"`self.{attr}` not resolved"
 
     def _constructed(self, node: ClassRef, subs, label: str) -> list[ClassRef] | str:
-        if any(s.dynamic for s in subs):
-            return f"{label} is built dynamically ({subs[0].ctor})"
         found: list[ClassRef] = []
         for sub in subs:
-            if sub.ctor.split(".")[-1] in NOT_MODULES:
-                continue
-            found.extend(c for c in self.index.resolve(node.module, sub.ctor) if c not in found)
+            if sub.dynamic:
+                registered = self.architectures.get(sub.arch)
+                if registered is None:
+                    return f"{label} is built dynamically ({sub.ctor})"
+                found.extend(c for c in self.index.lookup(*registered) if c not in found)
+            elif sub.ctor.split(".")[-1] not in NOT_MODULES:
+                found.extend(c for c in self.index.resolve(node.module, sub.ctor) if c not in found)
         return found or f"{label} ({subs[0].ctor}) not resolved"
 
     def traffic(self, ref: ClassRef, method: str = "forward", trail: tuple = ()) -> Traffic:

@@ -29,8 +29,6 @@ class Mutant:
     line: int
     source: bytes
     cls: str = ""  # the registered class mutated (drop_none_default, delete_delegation)
-    guarded: bool = False  # the factory is assigned under an `if` (a per-configuration key list)
-    receives: bool = True  # the factory's class has a forward taking `intermediate_tensors`
 
 
 def mutants(kind: str, source: bytes, registered: set[str]) -> list[Mutant]:
@@ -41,15 +39,8 @@ def mutants(kind: str, source: bytes, registered: set[str]) -> list[Mutant]:
     return KINDS[kind](source, registered)
 
 
-def _key_lists(tree: ast.Module) -> list[tuple[ast.List, dict]]:
-    """Literal string lists passed as the keys of the factory, in source order, with the
-    `Mutant` fields that describe their site (`guarded`, `receives`)."""
-    guarded = {id(n) for branch in ast.walk(tree) if isinstance(branch, ast.If) for n in ast.walk(branch)}
-    receives = {}
-    for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
-        forwards = [f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "forward"]
-        takes = any(a.arg == "intermediate_tensors" for f in forwards for a in ast.walk(f.args) if isinstance(a, ast.arg))
-        receives.update({id(n): takes for n in ast.walk(cls)})
+def _key_lists(tree: ast.Module) -> list[ast.List]:
+    """Literal string lists passed as the keys of the factory, in source order."""
     found = []
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Call) and (getattr(node.func, "id", None) or getattr(node.func, "attr", None)) == FACTORY):
@@ -59,8 +50,8 @@ def _key_lists(tree: ast.Module) -> list[tuple[ast.List, dict]]:
         if isinstance(value, ast.List) and value.elts and all(
             isinstance(e, ast.Constant) and isinstance(e.value, str) for e in value.elts
         ):
-            found.append((value, {"guarded": id(node) in guarded, "receives": receives.get(id(node), True)}))
-    return sorted(found, key=lambda item: (item[0].lineno, item[0].col_offset))
+            found.append(value)
+    return sorted(found, key=lambda n: (n.lineno, n.col_offset))
 
 
 def _span(source: bytes, node: ast.AST, end: ast.AST | None = None) -> tuple[int, int]:
@@ -75,12 +66,12 @@ def _span(source: bytes, node: ast.AST, end: ast.AST | None = None) -> tuple[int
 def _edit_list(source: bytes, edit: Callable[[cst.List], cst.List | None], kind: str) -> list[Mutant]:
     """Apply `edit` to each factory key list alone (parsed from its own text) and splice it back."""
     out = []
-    for node, site in _key_lists(ast.parse(source)):
+    for node in _key_lists(ast.parse(source)):
         start, stop = _span(source, node)
         replacement = edit(cst.parse_expression(source[start:stop].decode()))
         if replacement is not None:
             text = cst.Module([]).code_for_node(replacement).encode()
-            out.append(Mutant(kind, node.lineno, source[:start] + text + source[stop:], **site))
+            out.append(Mutant(kind, node.lineno, source[:start] + text + source[stop:]))
     return out
 
 
@@ -194,7 +185,7 @@ def delete_delegation(source: bytes, registered: set[str]) -> list[Mutant]:
             if not (isinstance(fn, ast.FunctionDef) and fn.name == "__init__"):
                 continue
             for stmt in fn.body:
-                if _is_delegation(stmt):
+                if is_delegation(stmt):
                     start, end = stmt.lineno - 1, stmt.end_lineno
                     if start and not lines[start - 1].strip() and (end == len(lines) or not lines[end].strip()):
                         start -= 1  # it stood alone between blank lines: keep one, as a formatter would
@@ -203,7 +194,7 @@ def delete_delegation(source: bytes, registered: set[str]) -> list[Mutant]:
     return out
 
 
-def _is_delegation(stmt: ast.stmt) -> bool:
+def is_delegation(stmt: ast.stmt) -> bool:
     if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
         return False
     target, value = stmt.targets[0], stmt.value

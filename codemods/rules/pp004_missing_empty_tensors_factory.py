@@ -88,15 +88,19 @@ def _plan(ctx: Context, ref: ClassRef) -> tuple[Fix | None, str]:
     if attr not in ref.cls.init_last_assign:
         return None, f"`self.{attr}` is not assigned at the top level of {ref.cls.name}.__init__"
     owners = ctx.resolver.object_classes(ref, ("self", attr))
+    built = any(sub.dynamic for node in ctx.index.mro(ref) for sub in node.cls.submodules.get(attr, []))
     if isinstance(owners, str) and "dynamically" in owners:
         applicability, note = Applicability.UNSAFE, f" (unsafe: {owners})"
     elif isinstance(owners, str) or not owners or ctx.resolver.allocation(owners[0]).missing:
         return None, f"`self.{attr}` has no make_empty_intermediate_tensors either"
+    elif built:
+        applicability = Applicability.UNSAFE
+        note = f" (unsafe: self.{attr} is built by the model registry, as {owners[0].cls.name} unless configured otherwise)"
     else:
         applicability, note = Applicability.SAFE, ""
     if not ctx.editable(ref.module.path):
         return None, f"{ref.module.path} is outside the checked paths"
-    line = ref.cls.init_end
+    line = max(ref.cls.init_last_build, ref.cls.init_last_assign[attr])
     return Fix(
         applicability,
         f"delegate to self.{attr}.make_empty_intermediate_tensors in __init__{note}",

@@ -328,9 +328,8 @@ def _wrapper_class(f: Family, name: str, inner: str, style: Module, kind: str | 
         "        super().__init__()",
         "        config = vllm_config.model_config.hf_config",
         f"        self.model = {inner}(config)",
-        "        self.scale = config.logit_scale",
     ]
-    if kind != "no_delegation" and style.tabs:  # last in __init__, as vLLM mostly writes it
+    if kind != "no_delegation" and style.tabs:  # right after the last module built, as vLLM mostly writes it
         out.append("        self.make_empty_intermediate_tensors = self.model.make_empty_intermediate_tensors")
     elif kind != "no_delegation":  # over 88 columns with spaces: wrapped, as ruff formats vLLM
         out += [
@@ -338,6 +337,7 @@ def _wrapper_class(f: Family, name: str, inner: str, style: Module, kind: str | 
             "            self.model.make_empty_intermediate_tensors",
             "        )",
         ]
+    out.append("        self.scale = config.logit_scale")
     out.append("")
     sig = f.wrapper_sig
     if kind == "required_it":

@@ -258,3 +258,37 @@ def test_tensors_handed_to_a_declared_helper_are_followed() -> None:
     and the unsent key gets its fix (found by the mutation round-trip on minimax_m3's
     `decode.plan(...)`)."""
     assert [(f.rule, f.keys, bool(f.fix)) for f in _findings(HELPER_READER)] == [("PP003", ("unused_buffer",), True)]
+
+
+REGISTRY_BUILT = HEADER + '''from vllm.model_executor.models.interfaces import SupportsPP
+from vllm.model_executor.models.utils import init_vllm_registered_model
+
+
+class NoFactoryLM(nn.Module, SupportsPP):
+    def forward(self, input_ids, positions, intermediate_tensors=None):
+        return self.embed(input_ids)
+
+
+class Wrapper(nn.Module, SupportsPP):
+    def __init__(self, vllm_config):
+        super().__init__()
+        self.language_model = init_vllm_registered_model(vllm_config=vllm_config, architectures=["{arch}"])
+
+    def forward(self, input_ids, positions, intermediate_tensors=None):
+        return self.language_model(input_ids, positions, intermediate_tensors)
+'''
+
+
+def test_registry_built_submodule_is_resolved_through_its_architecture() -> None:
+    """`init_vllm_registered_model(..., architectures=["X"])` builds the registered class of X:
+    delegating to one without a producer is no fix (glm5next's multimodal wrapper), to one with a
+    producer an unsafe one that names the class."""
+    registry = '_TEXT_GENERATION_MODELS = {\n    "NoFactoryLM": ("model", "NoFactoryLM"),\n    "Wrapper": ("model", "Wrapper"),\n    "TextLM": ("text", "TextModel"),\n}\n'
+    text = SKIPPED_SUPER_INIT[: SKIPPED_SUPER_INIT.index("\n\nclass BaseVLM")]
+    found = {}
+    for arch in ("NoFactoryLM", "TextLM"):
+        files = {f"{MODELS}/model.py": REGISTRY_BUILT.replace("{arch}", arch), f"{MODELS}/text.py": text, f"{MODELS}/registry.py": registry}
+        with workspace.on_disk(files) as root:
+            found[arch] = [(f.rule, f.cls, f.fix.applicability.value if f.fix else f.message) for f in workspace.check(root).findings if f.cls == "Wrapper"]
+    assert found["NoFactoryLM"] == [("PP004", "Wrapper", "SupportsPP class has no make_empty_intermediate_tensors (fails at start-up of rank 1); not auto-fixable: `self.language_model` has no make_empty_intermediate_tensors either")]
+    assert found["TextLM"] == [("PP004", "Wrapper", "unsafe")]
