@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import ast
+import io
 import re
+import tokenize
 
 from .facts import (
     Access,
@@ -34,6 +36,7 @@ SUPPRESSION = re.compile(r"#\s*contractfix:\s*ignore\[([A-Z0-9,\s]+)\]")
 def analyze_source(source: bytes, path: str, module: str) -> ModuleFacts:
     """Parse `source` and return its facts. Raises SyntaxError / ValueError on bad input."""
     tree = ast.parse(source, filename=path)
+    _char_columns(tree, source)
     text = source.decode("utf-8", errors="replace")
     facts = ModuleFacts(
         path=path,
@@ -50,6 +53,25 @@ def analyze_source(source: bytes, path: str, module: str) -> ModuleFacts:
         elif isinstance(node, ast.ClassDef):
             facts.classes[node.name] = _ClassAnalyzer(node, lines).run()
     return facts
+
+
+def _char_columns(tree: ast.AST, source: bytes) -> None:
+    """ast counts columns in UTF-8 bytes; libcst, editors and SARIF count characters. Convert,
+    on the lines where the two differ."""
+    if source.isascii():
+        return
+    encoding = tokenize.detect_encoding(io.BytesIO(source).readline)[0]
+    lines = re.split(r"\r\n|\r|\n", source.decode(encoding, errors="replace"))
+    wide = {number for number, line in enumerate(lines, start=1) if not line.isascii()}
+
+    def chars(number: int, offset: int) -> int:
+        return len(lines[number - 1].encode()[:offset].decode("utf-8", errors="replace"))
+
+    for node in ast.walk(tree):
+        if getattr(node, "lineno", None) in wide:
+            node.col_offset = chars(node.lineno, node.col_offset)
+        if getattr(node, "end_lineno", None) in wide and node.end_col_offset is not None:
+            node.end_col_offset = chars(node.end_lineno, node.end_col_offset)
 
 
 def _suppressions(text: str) -> dict[int, tuple[str, ...]]:
@@ -213,8 +235,8 @@ class _ClassAnalyzer:
             for stmt in fn.body:
                 for attr in _assigned_in(stmt):
                     self.facts.init_last_assign[attr] = stmt.end_lineno or stmt.lineno
-            built = [stmt for stmt in fn.body if _builds(stmt)]
-            self.facts.init_last_build = built[-1].end_lineno or built[-1].lineno if built else 0
+            built = next((stmt for stmt in reversed(fn.body) if _builds(stmt)), None)
+            self.facts.init_last_build = built.end_lineno or built.lineno if built else 0
             self.facts.init_calls = tuple(_init_calls(fn))
         _InitWalker(self.facts, fn).walk(fn.body, ())
         if self.mentions(fn):
@@ -232,10 +254,12 @@ def _builds(stmt: ast.stmt) -> bool:
 
 
 def _init_calls(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
-    """`super().__init__(...)` -> "super"; `super(Base, self).__init__()` -> "super:Base" (the
-    classes after Base); `Base.__init__(self, ...)` -> "Base"."""
+    """The `__init__` calls among the method's top-level statements: `super().__init__(...)` ->
+    "super"; `super(Base, self).__init__()` -> "super:Base" (the classes after Base);
+    `Base.__init__(self, ...)` -> "Base"."""
     found = []
-    for node in ast.walk(fn):
+    for stmt in fn.body:
+        node = stmt.value if isinstance(stmt, ast.Expr) else None
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "__init__":
             owner = node.func.value
             chain = dotted(owner)

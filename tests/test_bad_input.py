@@ -140,6 +140,27 @@ def test_unusual_but_valid_encodings_are_fixed_in_their_own_style(repo: Path, na
     assert (repo / MODELS / "good.py").read_text() == fixed("Good")
 
 
+WIDE_READ = '            tag = "übergröße"; residual = intermediate_tensors["residual"] if "residual" in intermediate_tensors else None'
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "latin-1"])
+def test_columns_count_characters_on_lines_with_non_ascii_text(repo: Path, encoding: str) -> None:
+    """ast counts columns in UTF-8 bytes; findings, SARIF and the column-matched fixes count
+    characters, so an edit after "ü" on its line still lands (and the report points at it)."""
+    cookie = "# -*- coding: latin-1 -*-\n" if encoding == "latin-1" else ""
+    source = cookie + violating("Wide").replace('            residual = intermediate_tensors["residual"]', WIDE_READ)
+    path = put(repo, "wide.py", source.encode(encoding))
+    found = [f for f in engine.check([path], Options()).findings if f.rule == "PP007"]
+    assert [(f.line, f.column) for f in found] == [(source.splitlines().index(WIDE_READ) + 1, WIDE_READ.index('"residual" in'))]
+    report = engine.fix([path], Options())
+    assert report.errors == []
+    expected = fixed("Wide").replace(
+        '            residual = intermediate_tensors["residual"]',
+        WIDE_READ.replace("in intermediate_tensors", "in intermediate_tensors.tensors"),
+    )
+    assert path.read_bytes() == (cookie + expected).encode(encoding)
+
+
 def test_generated_20mb_file_is_skipped(repo: Path) -> None:
     unit = violating("Gen").split("\n\n\n", 1)[1]
     body = "".join(unit.replace("class GenModel", f"class GenModel{i}") + "\n\n" for i in range(20 * 2**20 // len(unit) + 1))
