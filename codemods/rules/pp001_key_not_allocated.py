@@ -40,7 +40,7 @@ RULE = Rule(
 def check(ctx: Context) -> list[Finding]:
     by_site: dict[tuple, list[tuple]] = {}
     findings: list[Finding] = []
-    reported: set[tuple] = set()  # (factory site, keys): one read-only / conditional finding each
+    reported: set[tuple] = set()  # one read-only finding per (class, keys), one conditional per (site, keys)
     for ref in ctx.subjects:
         traffic = ctx.resolver.traffic(ref)
         if traffic.forward is None or traffic.forward[1].param("intermediate_tensors") is None:
@@ -56,8 +56,8 @@ def check(ctx: Context) -> list[Finding]:
                 continue
             site = (branch.owner.key, branch.producer)
             read_only = tuple(k for k in read.always if k not in sent_anywhere)
-            if read_only and (*site, read_only) not in reported:
-                reported.add((*site, read_only))
+            if read_only and (branch.owner.key, read_only) not in reported:  # once per class, not per branch
+                reported.add((branch.owner.key, read_only))
                 findings.append(_read_only(ctx, ref, branch, traffic, read_only))
             by_site.setdefault(site, []).append((ref, branch, traffic, sent.always))
             for verdict in (sent, read):

@@ -292,3 +292,36 @@ def test_registry_built_submodule_is_resolved_through_its_architecture() -> None
             found[arch] = [(f.rule, f.cls, f.fix.applicability.value if f.fix else f.message) for f in workspace.check(root).findings if f.cls == "Wrapper"]
     assert found["NoFactoryLM"] == [("PP004", "Wrapper", "SupportsPP class has no make_empty_intermediate_tensors (fails at start-up of rank 1); not auto-fixable: `self.language_model` has no make_empty_intermediate_tensors either")]
     assert found["TextLM"] == [("PP004", "Wrapper", "unsafe")]
+
+
+READ_UNSENT_PER_BRANCH = HEADER + '''
+
+class BranchyModel(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        if self.use_mix:
+            self.make_empty_intermediate_tensors = make_empty_intermediate_tensors_factory(
+                ["hidden_states", "pre_mix"], config.hidden_size
+            )
+        else:
+            self.make_empty_intermediate_tensors = make_empty_intermediate_tensors_factory(
+                ["hidden_states"], config.hidden_size
+            )
+
+    def forward(self, input_ids, positions, intermediate_tensors=None):
+        if get_pp_group().is_first_rank:
+            hidden_states = self.embed(input_ids)
+        else:
+            hidden_states = intermediate_tensors["hidden_states"] + intermediate_tensors["never_sent"]
+        if not get_pp_group().is_last_rank:
+            if self.use_mix:
+                return IntermediateTensors({"hidden_states": hidden_states, "pre_mix": hidden_states})
+            return IntermediateTensors({"hidden_states": hidden_states})
+        return hidden_states
+'''
+
+
+def test_a_key_read_but_never_sent_is_reported_once_for_all_branches() -> None:
+    """Found by the long hypothesis profile: with per-branch verdicts, a key read and never sent
+    was reported once per factory branch."""
+    assert [(f.rule, f.keys, bool(f.fix)) for f in _findings(READ_UNSENT_PER_BRANCH)] == [("PP001", ("never_sent",), False)]
