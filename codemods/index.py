@@ -167,7 +167,7 @@ class Index:
             node = chain[i]
             runs.add(node.key)
             calls = node.cls.init_calls
-            if calls is None or "super" in calls:
+            if not calls or "super" in calls:  # no `__init__`, or no call seen: assume the chain goes on
                 i += 1
                 continue
             later = chain[i + 1 :]
