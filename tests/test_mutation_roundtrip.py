@@ -97,7 +97,7 @@ def _spread(items: list, count: int) -> list:
 
 def _cause(why: str) -> str:
     """A reason stripped of its particulars (names, line numbers), to count alike ones."""
-    return re.sub(r"`[^`]*`", "`...`", re.sub(r"\d+", "N", why))
+    return re.sub(r"`[^`]*`", "`...`", re.sub(r"\b\d+\b", "N", why))
 
 
 def _why_not(after: bytes, baseline: bytes, errors: list, findings: list) -> str:

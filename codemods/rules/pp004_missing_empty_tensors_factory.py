@@ -91,7 +91,9 @@ def _plan(ctx: Context, ref: ClassRef) -> tuple[Fix | None, str]:
     built = any(sub.dynamic for node in ctx.index.mro(ref) for sub in node.cls.submodules.get(attr, []))
     if isinstance(owners, str) and "dynamically" in owners:
         applicability, note = Applicability.UNSAFE, f" (unsafe: {owners})"
-    elif isinstance(owners, str) or not owners or ctx.resolver.allocation(owners[0]).missing:
+    elif isinstance(owners, str) or not owners:
+        return None, f"the class of `self.{attr}` is not known ({owners or 'no class found'})"
+    elif ctx.resolver.allocation(owners[0]).missing:
         return None, f"`self.{attr}` has no make_empty_intermediate_tensors either"
     elif built:
         applicability = Applicability.UNSAFE
