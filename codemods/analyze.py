@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import bisect
 import io
 import re
 import tokenize
@@ -62,16 +63,25 @@ def _char_columns(tree: ast.AST, source: bytes) -> None:
         return
     encoding = tokenize.detect_encoding(io.BytesIO(source).readline)[0]
     lines = re.split(r"\r\n|\r|\n", source.decode(encoding, errors="replace"))
-    wide = {number for number, line in enumerate(lines, start=1) if not line.isascii()}
+    wide = [number for number, line in enumerate(lines, start=1) if not line.isascii()]
+    ends = set(wide)
 
     def chars(number: int, offset: int) -> int:
         return len(lines[number - 1].encode()[:offset].decode("utf-8", errors="replace"))
 
-    for node in ast.walk(tree):
-        if getattr(node, "lineno", None) in wide:
-            node.col_offset = chars(node.lineno, node.col_offset)
-        if getattr(node, "end_lineno", None) in wide and node.end_col_offset is not None:
-            node.end_col_offset = chars(node.end_lineno, node.end_col_offset)
+    stack: list[ast.AST] = [tree]
+    while stack:
+        node = stack.pop()
+        first = getattr(node, "lineno", None)
+        if first is not None:
+            at = bisect.bisect_left(wide, first)
+            if at == len(wide) or wide[at] > (node.end_lineno or first):
+                continue  # no wide line in this subtree
+            if wide[at] == first:
+                node.col_offset = chars(first, node.col_offset)
+            if node.end_col_offset is not None and node.end_lineno in ends:
+                node.end_col_offset = chars(node.end_lineno, node.end_col_offset)
+        stack.extend(ast.iter_child_nodes(node))
 
 
 def _suppressions(text: str) -> dict[int, tuple[str, ...]]:

@@ -123,7 +123,9 @@ def _check_decodes(data: bytes) -> None:
 
 def relevant(source: bytes | mmap.mmap) -> bool:
     """Whether a file can hold a class under contract: one with a forward or a producer that
-    names intermediate tensors, or one that calls a base's `__init__` by name and may skip the
-    one that delegated (a byte search, no parsing). Bases elsewhere load on demand."""
+    names intermediate tensors, or a model (built from `vllm_config`) that calls a base's
+    `__init__` by name and may skip the one that delegated (a byte search, no parsing). Bases
+    elsewhere load on demand."""
     named = any(source.find(m) >= 0 for m in MARKERS) and any(source.find(d) >= 0 for d in DEFINES)
-    return named or any(source.find(s) >= 0 for s in SKIPS_INIT)
+    skips = any(source.find(s) >= 0 for s in SKIPS_INIT) and source.find(b"vllm_config") >= 0
+    return named or skips

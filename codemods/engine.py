@@ -266,12 +266,12 @@ def _entries(session: Session, subjects: list[ClassRef], registered: list) -> tu
         return [r for r in subjects if "SupportsPP" in index.base_names(r)], [], False
     root = root_of(session.registry)
     names = {c.name for m in session.targets for c in m.classes.values()}
-    subclass = _subclass_pattern(names)
+    encoded = {n.encode() for n in names}
     entries: list[ClassRef] = []
     drafts: list[ClassRef] = []
     for entry in registered:
         known = index.by_name.get(entry.module) is not None or entry.cls in names
-        if not known and not _matches(root, entry.module, subclass):
+        if not known and not _matches(root, entry.module, encoded):
             continue
         group = drafts if DRAFT_TABLE in entry.table else entries
         for ref in index.lookup(entry.module, entry.cls):
@@ -280,22 +280,16 @@ def _entries(session: Session, subjects: list[ClassRef], registered: list) -> tu
     return entries, [d for d in drafts if d not in entries], True
 
 
-def _subclass_pattern(names: set[str]) -> re.Pattern | None:
-    """A class header with a base named in `names` (one C-level search per file)."""
-    if not names:
-        return None
-    alternatives = b"|".join(re.escape(n.encode()) for n in sorted(names))
-    return re.compile(rb"^[ \t]*class\s+\w+\s*\([^)]*\b(?:" + alternatives + rb")\b", re.M)
+CLASS_HEADER = re.compile(rb"^[ \t]*class\s+\w+\s*\(([^)]*)", re.M)
 
 
-def _matches(root: Path, module: str, pattern: re.Pattern | None) -> bool:
-    """Whether a module (not among the targets) defines a subclass of a target class."""
-    if pattern is None:
-        return False
+def _matches(root: Path, module: str, names: set[bytes]) -> bool:
+    """Whether a module (not among the targets) defines a subclass of a class named in `names`."""
     base = root.joinpath(*module.split("."))
     for candidate in (base.with_suffix(".py"), base / "__init__.py"):
         try:
-            return bool(pattern.search(candidate.read_bytes()))
+            data = candidate.read_bytes()
         except OSError:
             continue
+        return any(names.intersection(re.findall(rb"\w+", m.group(1))) for m in CLASS_HEADER.finditer(data))
     return False

@@ -111,6 +111,30 @@ def test_check_hook_finds_the_registry_from_the_whole_repo(repo: Path) -> None:
     assert "PP002" in result.stdout and "registered OwlModel" in result.stdout
 
 
+HAWK_BASE = '''\
+from torch import nn
+
+from vllm.sequence import IntermediateTensors
+
+
+class HawkBase(nn.Module):
+    def forward(self, input_ids, positions, intermediate_tensors: IntermediateTensors | None):
+        return input_ids
+'''
+
+
+def test_check_hook_sees_registered_subclasses_of_the_files_passed(repo: Path) -> None:
+    """Only the base is staged; the registered class is its subclass in a file not passed, so
+    the base's forward is an entry all the same (PP002 reported there)."""
+    (repo / MODELS / "hawk_base.py").write_text(HAWK_BASE)
+    (repo / MODELS / "hawk.py").write_text("from .hawk_base import HawkBase\n\n\nclass Hawk(\n    HawkBase,\n):\n    pass\n")
+    registry = repo / MODELS / "registry.py"
+    registry.write_text(registry.read_text().replace("_TEXT_GENERATION_MODELS = {\n", '_TEXT_GENERATION_MODELS = {\n    "Hawk": ("hawk", "Hawk"),\n'))
+    result = hook("contractfix", repo, [f"{MODELS}/hawk_base.py"])
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert f"{MODELS}/hawk_base.py:" in result.stdout and "PP002" in result.stdout and "registered Hawk" in result.stdout
+
+
 def test_check_hook_passes_clean_files(repo: Path) -> None:
     result = hook("contractfix", repo, [f"{MODELS}/base_lm.py", f"{MODELS}/registry.py", "vllm/sequence.py"])
     assert result.returncode == 0, result.stdout + result.stderr

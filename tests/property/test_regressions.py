@@ -205,9 +205,9 @@ from vllm.model_executor.models.model import BaseVLM, TextModel
 
 
 class OcrVLM(BaseVLM):
-    def __init__(self, config):
+    def __init__(self, *, vllm_config, prefix=""):
         nn.Module.__init__(self)
-        self.language_model = TextModel(config)
+        self.language_model = TextModel(vllm_config.model_config.hf_config)
 '''
 
 
