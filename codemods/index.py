@@ -52,6 +52,7 @@ class Index:
         self.by_path: dict[str, ModuleFacts] = {}
         self.by_name: dict[str, ModuleFacts | None] = {}
         self._mro: dict[tuple[str, str], list[ClassRef]] = {}
+        self._initialized: dict[tuple[str, str], set] = {}
 
     def add(self, facts: ModuleFacts) -> None:
         self.by_path[facts.path] = facts
@@ -62,6 +63,7 @@ class Index:
         old = self.by_path.get(facts.path)
         self.add(facts)
         self._mro.clear()
+        self._initialized.clear()
         return old
 
     def module(self, name: str) -> ModuleFacts | None:
@@ -160,7 +162,11 @@ class Index:
         """Keys of the classes whose `__init__` runs when `ref` is built: the chain of
         `super().__init__()` / `Base.__init__(self)` calls from the first `__init__` in the MRO
         (`nn.Module.__init__(self)` ends it, skipping every base's `__init__`)."""
-        chain = self.mro(ref)
+        if ref.key not in self._initialized:
+            self._initialized[ref.key] = self._init_chain(self.mro(ref))
+        return self._initialized[ref.key]
+
+    def _init_chain(self, chain: list[ClassRef]) -> set:
         runs: set = set()
         i = 0
         while i < len(chain):
@@ -170,12 +176,12 @@ class Index:
             if not calls or "super" in calls:  # no `__init__`, or no call seen: assume the chain goes on
                 i += 1
                 continue
-            later = chain[i + 1 :]
-            starts = [
-                chain.index(c) + 1 if name.startswith("super:") else chain.index(c)
-                for name in calls for c in self.resolve(node.module, name.removeprefix("super:"))[:1]
-                if c in later
-            ]
+            starts = []
+            for name in calls:
+                after = name.startswith("super:")  # super(X, self): the classes after X (X may be this one)
+                for c in self.resolve(node.module, name.removeprefix("super:"))[:1]:
+                    if c in chain[i if after else i + 1 :]:
+                        starts.append(chain.index(c) + (1 if after else 0))
             if not starts:
                 break
             i = min(starts)
