@@ -25,7 +25,7 @@ from .facts import (
 ATTR = "make_empty_intermediate_tensors"
 FACTORY = "make_empty_intermediate_tensors_factory"
 IT = "intermediate_tensors"
-DYNAMIC_BUILDERS = {"init_vllm_registered_model", "build_model", "_init_model", "init_model"}
+DYNAMIC_BUILDERS = {"init_vllm_registered_model", "initialize_model", "build_model", "_init_model", "init_model"}
 RANK_WORDS = ("is_first_rank", "is_last_rank", "get_pp_group", "pp_group", IT, "pp_rank", "pp_size",
               "start_layer", "end_layer")  # a rank's layer range (make_layers) is per rank, not configuration
 AUX_PACKERS = {"pack_local_aux_hidden_states"}
