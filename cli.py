@@ -7,16 +7,18 @@ import sys
 from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
-from codemods import __version__, cliutil, demo as demo_mod, engine, git, progress, sweep as sweep_mod
+from codemods import __version__, cliutil, engine, git, progress
+from codemods import demo as demo_mod
+from codemods import sweep as sweep_mod
 from codemods.gh import GhError
-from codemods.smoke import SetupError, UsageError
 from codemods.report import color
 from codemods.rules import ALL
 from codemods.rules.docs import explain_text, markdown_section, rules_table
+from codemods.smoke import SetupError, UsageError
 
 app = typer.Typer(
     help="Find and fix pipeline-parallel contract violations in vLLM model files.",
@@ -47,17 +49,17 @@ class CommitPer(str, Enum):
     rule = "rule"
 
 
-Paths = Annotated[Optional[list[Path]], typer.Argument(help="Files or folders (default: .).")]
-Select = Annotated[Optional[list[str]], typer.Option("--select", help="Rule codes to check (comma-separated).")]
-Ignore = Annotated[Optional[list[str]], typer.Option("--ignore", help="Rule codes to skip (comma-separated).")]
-Exclude = Annotated[Optional[list[str]], typer.Option("--exclude", help="Glob of paths to skip.")]
-ScopeOpt = Annotated[Optional[Scope], typer.Option("--pp002-scope", help="entry: registered forwards; all: every model forward.")]
-Registry = Annotated[Optional[list[Path]], typer.Option("--registry", help="Path of vLLM's model registry.")]
+Paths = Annotated[list[Path] | None, typer.Argument(help="Files or folders (default: .).")]
+Select = Annotated[list[str] | None, typer.Option("--select", help="Rule codes to check (comma-separated).")]
+Ignore = Annotated[list[str] | None, typer.Option("--ignore", help="Rule codes to skip (comma-separated).")]
+Exclude = Annotated[list[str] | None, typer.Option("--exclude", help="Glob of paths to skip.")]
+ScopeOpt = Annotated[Scope | None, typer.Option("--pp002-scope", help="entry: registered forwards; all: every model forward.")]
+Registry = Annotated[list[Path] | None, typer.Option("--registry", help="Path of vLLM's model registry.")]
 FormatOpt = Annotated[Format, typer.Option("--format", help="Output format.")]
 OutputOpt = Annotated[Output, typer.Option("--format", help="Output format (github: workflow-command annotations).")]
 Statistics = Annotated[bool, typer.Option("--statistics", help="Also show how many findings each rule has.")]
 Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Also show what could not be verified.")]
-Unsafe = Annotated[Optional[bool], typer.Option("--unsafe-fixes/--no-unsafe-fixes", help="Also apply unsafe fixes.")]
+Unsafe = Annotated[bool | None, typer.Option("--unsafe-fixes/--no-unsafe-fixes", help="Also apply unsafe fixes.")]
 Jobs = Annotated[int, typer.Option("--jobs", "-j", help="Worker processes (0: one per core).")]
 Cache = Annotated[bool, typer.Option("--cache/--no-cache", help="Reuse per-file facts cached by content hash.")]
 
@@ -94,7 +96,7 @@ def check(
     jobs: Jobs = 0,
     cache: Cache = True,
     changed: Annotated[bool, typer.Option("--changed", help="Only the Python files changed against --base (committed, uncommitted or untracked).")] = False,
-    base: Annotated[Optional[str], typer.Option("--base", help="With --changed: the ref to compare with (default: the merge base with the default branch).")] = None,
+    base: Annotated[str | None, typer.Option("--base", help="With --changed: the ref to compare with (default: the merge base with the default branch).")] = None,
 ) -> None:
     """Report contract violations. Exit 0: none, 1: findings, 2: errors."""
     paths = paths or [Path(".")]
@@ -144,16 +146,16 @@ def fix(
 
 @app.command()
 def sweep(
-    repo: Annotated[Optional[Path], typer.Argument(help="A path in the repository (default: .).")] = None,
+    repo: Annotated[Path | None, typer.Argument(help="A path in the repository (default: .).")] = None,
     base: Annotated[str, typer.Option("--base", help="Commit to fix and branch from.")] = "HEAD",
     branch: Annotated[str, typer.Option("--branch", help="Branch to create or update.")] = sweep_mod.DEFAULT_BRANCH,
     commit_per: Annotated[CommitPer, typer.Option("--commit-per", help="One commit for the run, or one per rule.")] = CommitPer.run,
-    author: Annotated[Optional[str], typer.Option("--author", help="'Name <email>' (default: git's configured identity).")] = None,
-    push: Annotated[Optional[str], typer.Option("--push", help="Remote (name, URL or path) to push the branch to, with a lease.")] = None,
-    pr_body: Annotated[Optional[Path], typer.Option("--pr-body", help="Write the pull-request description (Markdown) here.")] = None,
+    author: Annotated[str | None, typer.Option("--author", help="'Name <email>' (default: git's configured identity).")] = None,
+    push: Annotated[str | None, typer.Option("--push", help="Remote (name, URL or path) to push the branch to, with a lease.")] = None,
+    pr_body: Annotated[Path | None, typer.Option("--pr-body", help="Write the pull-request description (Markdown) here.")] = None,
     open_pr: Annotated[bool, typer.Option("--open-pr", help="Create or update the PR with `gh` (needs --push).")] = False,
     force: Annotated[bool, typer.Option("--force", help="Replace the branch even if others committed on it.")] = False,
-    smoke: Annotated[Optional[str], typer.Option("--smoke", metavar="TIER", help="Smoke the fixed files first (static, contract, engine); a failure stops the push and the PR.")] = None,
+    smoke: Annotated[str | None, typer.Option("--smoke", metavar="TIER", help="Smoke the fixed files first (static, contract, engine); a failure stops the push and the PR.")] = None,
     unsafe_fixes: Unsafe = None,
     select: Select = None,
     ignore: Ignore = None,
@@ -232,15 +234,15 @@ def version() -> None:
 
 @app.command()
 def smoke(
-    paths: Annotated[Optional[list[Path]], typer.Argument(help="Changed model files.")] = None,
-    tier: Annotated[Optional[str], typer.Option("--tier", help="static, contract or engine (cumulative; default: the highest this machine can run).")] = None,
-    arch: Annotated[Optional[str], typer.Option("--arch", help="Smoke this architecture only (alone: the installed module).")] = None,
-    python: Annotated[Optional[Path], typer.Option("--python", help="A Python with vLLM (default: this one if it has vLLM, else the managed environment).")] = None,
-    config: Annotated[Optional[Path], typer.Option("--config", help="Folder whose config.json is used for the architectures it lists.")] = None,
-    json_out: Annotated[Optional[Path], typer.Option("--json", help="Also write the report as JSON to this file.")] = None,
+    paths: Annotated[list[Path] | None, typer.Argument(help="Changed model files.")] = None,
+    tier: Annotated[str | None, typer.Option("--tier", help="static, contract or engine (cumulative; default: the highest this machine can run).")] = None,
+    arch: Annotated[str | None, typer.Option("--arch", help="Smoke this architecture only (alone: the installed module).")] = None,
+    python: Annotated[Path | None, typer.Option("--python", help="A Python with vLLM (default: this one if it has vLLM, else the managed environment).")] = None,
+    config: Annotated[Path | None, typer.Option("--config", help="Folder whose config.json is used for the architectures it lists.")] = None,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Also write the report as JSON to this file.")] = None,
     allow_skip: Annotated[bool, typer.Option("--allow-skip", help="Exit 0 even if checks were skipped.")] = False,
     setup: Annotated[bool, typer.Option("--setup", help="Create or reuse the managed vLLM environment first.")] = False,
-    timeout: Annotated[Optional[float], typer.Option("--timeout", help="Seconds per harness process (default: scaled to the work).")] = None,
+    timeout: Annotated[float | None, typer.Option("--timeout", help="Seconds per harness process (default: scaled to the work).")] = None,
     base: Annotated[str, typer.Option("--base", help="Git revision the static tier diffs against.")] = "HEAD",
 ) -> None:
     """Prove fixes on real vLLM. Exit 0: all passed, 1: a check failed (or was skipped, without --allow-skip), 2: setup error."""

@@ -171,12 +171,12 @@ def _params(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Param]:
     out: list[Param] = []
     positional = [*args.posonlyargs, *args.args]
     defaults = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
-    for index, (arg, default) in enumerate(zip(positional, defaults)):
+    for index, (arg, default) in enumerate(zip(positional, defaults, strict=False)):
         kind = "posonly" if index < len(args.posonlyargs) else "positional"
         out.append(_param(arg, kind, default))
     if args.vararg:
         out.append(_param(args.vararg, "vararg", None))
-    for arg, default in zip(args.kwonlyargs, args.kw_defaults):
+    for arg, default in zip(args.kwonlyargs, args.kw_defaults, strict=False):
         out.append(_param(arg, "kwonly", default))
     if args.kwarg:
         out.append(_param(args.kwarg, "kwarg", None))
@@ -580,7 +580,7 @@ class _FunctionAnalyzer:
                 getattr(k, "lineno", node.lineno) if k is not None else v.lineno,
                 guard,
             )
-            for k, v in zip(node.keys, node.values)
+            for k, v in zip(node.keys, node.values, strict=False)
         ]
 
     def _passes_it(self, call: ast.Call) -> bool:
@@ -610,7 +610,7 @@ class _FunctionAnalyzer:
             elif isinstance(node, ast.Call):
                 self._call(node, where, root, skip_returned)
             elif isinstance(node, ast.Compare):
-                for op, right in zip(node.ops, node.comparators):
+                for op, right in zip(node.ops, node.comparators, strict=False):
                     if isinstance(op, (ast.In, ast.NotIn)) and self._is_alias(right):
                         self.facts.accesses.append(
                             Access("in", node.lineno, node.col_offset, ast.unparse(node))

@@ -17,7 +17,6 @@ import libcst as cst
 from .findings import Edit, Finding
 from .fixes import TRANSFORMERS
 
-
 TEMP_SUFFIX = ".contractfix"
 
 

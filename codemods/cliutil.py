@@ -9,10 +9,10 @@ from pathlib import Path
 from . import config, engine
 from .findings import Report
 from .report import github as github_report
-from .report.color import colorize
 from .report import json as json_report
 from .report import stats
 from .report import text as text_report
+from .report.color import colorize
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 

@@ -49,7 +49,7 @@ def keys_under(side: Side, assignment: dict[str, bool]) -> set[str]:
 
 
 def assignments(conditions: list[str]) -> list[dict[str, bool]]:
-    return [dict(zip(conditions, values)) for values in product((True, False), repeat=len(conditions))]
+    return [dict(zip(conditions, values, strict=False)) for values in product((True, False), repeat=len(conditions))]
 
 
 def is_pattern(key: str) -> bool:

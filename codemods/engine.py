@@ -107,7 +107,7 @@ def _recheck(session: Session, rewrites: dict, fixed_by_path: dict, report: Repo
             report.errors.append(FileError(path, f"fix not applied: {problem.rule} {verb} after the fix"))
             continue
         kept.append(path)
-    for path, old in originals.items():
+    for old in originals.values():
         session.index.replace(old)
     session.targets = [session.index.by_path[m.path] for m in session.targets]
     return kept
@@ -133,7 +133,7 @@ def analyze(paths: list[Path], options: Options, report: Report) -> Session:
     cache = FactsCache(default_folder() if options.cache else None)
     index = Index(sorted(roots, key=lambda r: len(r.parts), reverse=True), cache)
     targets = []
-    for path, result in zip((p for p, _ in sources), _analyze_all(sources, index, options.jobs)):
+    for path, result in zip((p for p, _ in sources), _analyze_all(sources, index, options.jobs), strict=False):
         if isinstance(result, str):
             report.errors.append(FileError(path, result))
             continue
@@ -184,7 +184,7 @@ def _analyze_all(sources: list[tuple[Path, bytes]], index: Index, jobs: int) -> 
         with ProcessPoolExecutor(workers) as pool:
             chunks = pool.map(_job, items, chunksize=max(1, len(items) // (workers * 4)))
             parsed = list(progress.track(chunks, "files analyzed", len(sources), hits))
-    for (position, key, _), result in zip(misses, parsed):
+    for (position, key, _), result in zip(misses, parsed, strict=False):
         results[position] = result
         if not isinstance(result, str):
             index.cache.put(key, result)

@@ -80,7 +80,7 @@ class Report:
     notes: list[Finding] = field(default_factory=list)
     files_scanned: int = 0
     fixed: list[Finding] = field(default_factory=list)
-    changes: list["FileChange"] = field(default_factory=list)
+    changes: list[FileChange] = field(default_factory=list)
     written: bool = True  # False for a fix run that only previews (`fix --diff`)
 
     @property

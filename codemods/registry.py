@@ -48,7 +48,7 @@ def load_registry(path: Path) -> list[RegistryEntry]:
             continue
         if not isinstance(node.value, ast.Dict):
             continue
-        for key, value in zip(node.value.keys, node.value.values):
+        for key, value in zip(node.value.keys, node.value.values, strict=False):
             entry = _entry(key, value, target.id)
             if entry:
                 entries.append(entry)

@@ -30,7 +30,7 @@ class Side:
     def complete(self) -> bool:
         return not self.unknown and all(u.use.key is not None for u in self.uses)
 
-    def extend(self, other: "Side", guard=()) -> None:
+    def extend(self, other: Side, guard=()) -> None:
         for u in other.uses:
             self.uses.append(Located(u.path, KeyUse(u.use.key, u.use.line, guard + u.use.guard)))
         self.unknown.extend(other.unknown)

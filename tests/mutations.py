@@ -145,7 +145,7 @@ def _without_default(source: bytes, args: ast.arguments) -> list[Mutant]:
     the parameter and the end of its default removed), when that stays valid Python."""
     positional = [*args.posonlyargs, *args.args]
     defaults = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
-    pairs = list(zip(positional, defaults)) + list(zip(args.kwonlyargs, args.kw_defaults))
+    pairs = list(zip(positional, defaults, strict=False)) + list(zip(args.kwonlyargs, args.kw_defaults, strict=False))
     for index, (arg, default) in enumerate(pairs):
         if arg.arg != "intermediate_tensors" or not (isinstance(default, ast.Constant) and default.value is None):
             continue

@@ -70,7 +70,7 @@ def repo(tmp_path: Path) -> Path:
 def files(root: Path) -> dict[str, bytes]:
     """Every regular file under `root` (links not followed), with its bytes."""
     out = {}
-    for folder, dirs, names in os.walk(root):
+    for folder, _dirs, names in os.walk(root):
         for name in names:
             path = Path(folder) / name
             if path.is_file() and not path.is_symlink():

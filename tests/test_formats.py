@@ -16,7 +16,8 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from cli import app
@@ -229,7 +230,7 @@ def test_github_annotations_parse_back(tree: Path) -> None:
     notices = [c for c in commands if c[0] == "notice"]
     assert code == 1
     assert len(errors) == len(doc["findings"]) and len(notices) == len(doc["notes"])
-    for (_, props, message), finding in zip(errors, doc["findings"]):
+    for (_, props, message), finding in zip(errors, doc["findings"], strict=False):
         assert props == {
             "file": finding["path"],
             "line": str(finding["line"]),

@@ -159,7 +159,7 @@ def test_fix_of_mutant_equals_fix_of_original(kind: str, vllm_tree, capsys) -> N
     sample = _spread(cases, SAMPLE)
     baseline: dict[Path, bytes] = {}
     failures = []
-    for path, module, mutant in sample:
+    for path, _module, mutant in sample:
         if path not in baseline:
             baseline[path], errors, _ = _fixed(path, path.read_bytes(), options)
             assert errors == [], errors

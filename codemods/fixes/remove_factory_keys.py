@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from .layout import _closer, _set_closer
 from .base import EditTransformer
+from .layout import _closer, _set_closer
 
 
 class RemoveFactoryKeys(EditTransformer):
@@ -25,7 +25,7 @@ class RemoveFactoryKeys(EditTransformer):
             return updated
         self.touch(original, edit)
         elements = list(updated.elements)
-        kept = [e for e, value in zip(elements, edit.args[0]) if value not in edit.args[1]]
+        kept = [e for e, value in zip(elements, edit.args[0], strict=False) if value not in edit.args[1]]
         if kept and kept[-1] is not elements[-1]:
             kept[-1], updated = _new_last(kept[-1], elements[-1].comma, updated)
         if isinstance(updated, cst.Tuple) and len(kept) == 1 and not isinstance(kept[0].comma, cst.Comma):

@@ -24,5 +24,5 @@ def wanted(stream: TextIO, environ=os.environ) -> bool:
 
 def colorize(text: str) -> str:
     for pattern, code in STYLES:
-        text = pattern.sub(lambda m: ESC.format(code, m.group(1)), text)
+        text = pattern.sub(lambda m, code=code: ESC.format(code, m.group(1)), text)
     return text

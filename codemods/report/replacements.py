@@ -85,7 +85,7 @@ def _text(data: bytes) -> str:
 def _lines(text: str) -> list[str]:
     ends = [m.end() for m in LINE_END.finditer(text)]
     bounds = [0, *ends] + ([len(text)] if not ends or ends[-1] != len(text) else [])
-    return [text[a:b] for a, b in zip(bounds, bounds[1:])]
+    return [text[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
 
 
 def _line_starts(text: str) -> list[int]:
@@ -99,7 +99,7 @@ def _position(starts: list[int], offset: int) -> tuple[int, int]:
 
 def _common_prefix(a: str, b: str) -> int:
     n = 0
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=False):
         if x != y:
             break
         n += 1
