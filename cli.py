@@ -1,4 +1,6 @@
-"""contractfix command line: parse options, call `codemods`, print results. No logic here."""
+"""contractfix command line: parse options, call the package, print results. No logic here.
+
+Installed as `contractfix.cli` (codemods/cli.py links here), hence the relative imports."""
 
 from __future__ import annotations
 
@@ -11,14 +13,14 @@ from typing import Annotated
 
 import typer
 
-from codemods import __version__, cliutil, engine, git, progress
-from codemods import demo as demo_mod
-from codemods import sweep as sweep_mod
-from codemods.gh import GhError
-from codemods.report import color
-from codemods.rules import ALL
-from codemods.rules.docs import explain_text, markdown_section, rules_table
-from codemods.smoke import SetupError, UsageError
+from . import __version__, cliutil, engine, git, progress
+from . import demo as demo_mod
+from . import sweep as sweep_mod
+from .gh import GhError
+from .report import color
+from .rules import ALL
+from .rules.docs import explain_text, markdown_section, rules_table
+from .smoke import SetupError, UsageError
 
 app = typer.Typer(
     help="Find and fix pipeline-parallel contract violations in vLLM model files.",
@@ -246,13 +248,10 @@ def smoke(
     base: Annotated[str, typer.Option("--base", help="Git revision the static tier diffs against.")] = "HEAD",
 ) -> None:
     """Prove fixes on real vLLM. Exit 0: all passed, 1: a check failed (or was skipped, without --allow-skip), 2: setup error."""
-    from codemods.smoke import command
+    from .smoke import command
 
     raise typer.Exit(command.main(
         paths or [], tier=tier, arch=arch, python=python, config=config, json_out=json_out, allow_skip=allow_skip,
         prepare=setup, timeout=timeout, base=base, echo=typer.echo, echo_err=lambda text: typer.echo(text, err=True),
     ))
 
-
-if __name__ == "__main__":
-    app()

@@ -2,12 +2,30 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def _import_checkout_as_contractfix() -> None:
+    """Tests run this checkout's code under its installed name, `contractfix` (codemods/ installs
+    as that package), in this process and in the processes it starts, whatever is pip-installed:
+    a directory holding only the link contractfix -> codemods/ goes first on the path."""
+    overlay = Path(tempfile.mkdtemp(prefix="contractfix-checkout-"))
+    atexit.register(shutil.rmtree, overlay, True)
+    (overlay / "contractfix").symlink_to(ROOT / "codemods", target_is_directory=True)
+    sys.path.insert(0, str(overlay))
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(overlay), os.environ.get("PYTHONPATH")) if p)
+
+
+_import_checkout_as_contractfix()
 pytest_plugins = ["tests.gitfixtures"]
 
 

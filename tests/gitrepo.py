@@ -7,8 +7,8 @@ from pathlib import Path
 
 import git as gitpython
 
-from codemods.demo import copy_example
-from codemods.git import Identity, init_repo
+from contractfix.demo import copy_example
+from contractfix.git import Identity, init_repo
 
 OWNER = Identity("Repo Owner", "owner@example.invalid")
 HUMAN = Identity("Human Reviewer", "human@example.invalid")

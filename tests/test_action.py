@@ -17,8 +17,8 @@ import pytest
 import typer
 import yaml
 
-from cli import app
-from codemods.demo import copy_example
+from contractfix.cli import app
+from contractfix.demo import copy_example
 from tests.conftest import ROOT
 
 ACTION = ROOT / "action.yml"
@@ -76,7 +76,7 @@ def test_action_flags_exist_in_the_cli() -> None:
 @pytest.fixture
 def runner(tmp_path: Path):
     """Run the action's `Run contractfix` step with bash: its env from `inputs` (defaults first),
-    a fake RUNNER_TEMP whose venv holds `contractfix` (the real one unless `fake` is given)."""
+    a fake RUNNER_TEMP whose venv holds `contractfix` (this checkout's unless `fake` is given)."""
 
     def run(inputs: dict[str, str], fake: str | None = None, cwd: Path = tmp_path):
         step = action_step("Run contractfix")
@@ -86,7 +86,7 @@ def runner(tmp_path: Path):
         temp = tmp_path / "runner-temp"
         binary = temp / "contractfix-venv" / "bin" / "contractfix"
         binary.parent.mkdir(parents=True, exist_ok=True)
-        binary.write_text(fake or f'#!/bin/sh\nexec {shlex.quote(shutil.which("contractfix"))} "$@"\n')
+        binary.write_text(fake or f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -m contractfix "$@"\n')
         binary.chmod(binary.stat().st_mode | stat.S_IEXEC)
         output = tmp_path / "github-output"
         output.write_text("")

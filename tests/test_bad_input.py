@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from codemods import apply, engine
-from codemods.config import Options
-from codemods.discover import MAX_SOURCE_BYTES
-from codemods.findings import Report
+from contractfix import apply, engine
+from contractfix.config import Options
+from contractfix.discover import MAX_SOURCE_BYTES
+from contractfix.findings import Report
 from tests.privileges import permissions_enforced
 
 MODELS = Path("vllm/model_executor/models")
@@ -295,7 +295,7 @@ def test_empty_repo_is_reported(tmp_path: Path) -> None:
     empty.mkdir()
     subprocess.run(["git", "init", "-q", str(empty)], check=True)
     result = subprocess.run(
-        [sys.executable, "-m", "cli", "check", str(empty)], check=False, capture_output=True, text=True,
+        [sys.executable, "-m", "contractfix", "check", str(empty)], check=False, capture_output=True, text=True,
         cwd=Path(__file__).parents[1],
     )
     assert result.returncode == 2, result.stdout + result.stderr
@@ -323,8 +323,8 @@ def test_bad_file_among_many_takes_the_parallel_path(repo: Path) -> None:
 KILLER = """
 import os, signal, sys
 from pathlib import Path
-from codemods import apply, engine
-from codemods.config import Options
+from contractfix import apply, engine
+from contractfix.config import Options
 
 point = sys.argv[2]
 fdopen, replace = os.fdopen, os.replace
@@ -383,7 +383,7 @@ def test_two_concurrent_sweeps_never_corrupt_the_branch(tmp_path: Path, monkeypa
     with a message), the branch is one well-formed fix commit on the base, no worktree is left
     and the user's checkout is untouched."""
     gitrepo = pytest.importorskip("tests.gitrepo", reason="the sweep test helpers are not there yet")
-    sweep = pytest.importorskip("codemods.sweep", reason="`contractfix sweep` is not there yet")
+    sweep = pytest.importorskip("contractfix.sweep", reason="`contractfix sweep` is not there yet")
     home = tmp_path / "home"
     home.mkdir()
     for name, value in {"HOME": str(home), "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": str(home / ".gitconfig")}.items():
@@ -391,7 +391,7 @@ def test_two_concurrent_sweeps_never_corrupt_the_branch(tmp_path: Path, monkeypa
     repo = gitrepo.example_repo(tmp_path / "checkout")
     base = repo.head.commit.hexsha
     before = gitrepo.checkout_state(repo)
-    command = [sys.executable, "-m", "cli", "sweep", str(tmp_path / "checkout"), "--author", "Bot <bot@example.invalid>"]
+    command = [sys.executable, "-m", "contractfix", "sweep", str(tmp_path / "checkout"), "--author", "Bot <bot@example.invalid>"]
     for _ in range(3):
         runs = [subprocess.Popen(command, cwd=Path(__file__).parents[1], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
         outcomes = [(run.wait(timeout=300), *run.communicate()) for run in runs]

@@ -5,10 +5,10 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from codemods import engine
-from codemods.analyze import analyze_source
-from codemods.cache import FactsCache
-from codemods.config import Options
+from contractfix import engine
+from contractfix.analyze import analyze_source
+from contractfix.cache import FactsCache
+from contractfix.config import Options
 from tests.conftest import ROOT
 
 STEP3 = ROOT / "tests" / "fixtures" / "PP001" / "step3_style.py"

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from cli import app
-from codemods.demo import copy_example
-from codemods.rules import ALL
-from codemods.rules.docs import markdown_table
+from contractfix.cli import app
+from contractfix.demo import copy_example
+from contractfix.rules import ALL
+from contractfix.rules.docs import markdown_table
 from tests.conftest import ROOT
 
 runner = CliRunner()
@@ -165,9 +165,9 @@ def test_config_is_not_taken_from_above_the_git_root(in_dir: Path) -> None:
 
 
 def test_text_colours_only_on_a_terminal_without_no_color(in_dir: Path) -> None:
-    from codemods import cliutil, engine
-    from codemods.config import Options
-    from codemods.report import color
+    from contractfix import cliutil, engine
+    from contractfix.config import Options
+    from contractfix.report import color
 
     class Terminal:
         def isatty(self) -> bool:

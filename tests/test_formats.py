@@ -20,13 +20,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from cli import app
-from codemods import config, engine
-from codemods.demo import copy_example
-from codemods.findings import Applicability, Evidence, FileError, Finding, Fix, Report
-from codemods.report import github, sarif, stats
-from codemods.report.replacements import Replacement, replacements
-from codemods.rules import ALL
+from contractfix import config, engine
+from contractfix.cli import app
+from contractfix.demo import copy_example
+from contractfix.findings import Applicability, Evidence, FileError, Finding, Fix, Report
+from contractfix.report import github, sarif, stats
+from contractfix.report.replacements import Replacement, replacements
+from contractfix.rules import ALL
 from tests.conftest import ROOT
 
 SARIF_SCHEMA = json.loads((ROOT / "tests" / "schemas" / "sarif-schema-2.1.0.json").read_text("utf-8"))

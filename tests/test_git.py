@@ -7,7 +7,7 @@ from pathlib import Path
 import git as gitpython
 import pytest
 
-from codemods import commit_message, git
+from contractfix import commit_message, git
 from tests.gitrepo import HUMAN, STEP_LITE, TINY_LLAMA, commit_change
 
 pytestmark = pytest.mark.usefixtures("git_env")

@@ -9,7 +9,7 @@ import git as gitpython
 import pytest
 from typer.testing import CliRunner
 
-from cli import app
+from contractfix.cli import app
 from tests.gitrepo import ENTRY_DEFAULT, TINY_LLAMA, add_violation, commit_change, example_repo
 
 pytestmark = pytest.mark.usefixtures("git_env")

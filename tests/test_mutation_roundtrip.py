@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from codemods import engine
-from codemods.config import Options
-from codemods.registry import REGISTRY, load_registry
+from contractfix import engine
+from contractfix.config import Options
+from contractfix.registry import REGISTRY, load_registry
 from tests.mutations import KINDS, declares_pp, is_delegation, mutants
 
 pytestmark = pytest.mark.vllm_src

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from codemods import __version__, engine, prbody
-from codemods.config import Options
-from codemods.demo import copy_example
-from codemods.findings import Applicability, Finding, Fix
-from codemods.rules import ALL
-from codemods.sweep import fix_args
+from contractfix import __version__, engine, prbody
+from contractfix.config import Options
+from contractfix.demo import copy_example
+from contractfix.findings import Applicability, Finding, Fix
+from contractfix.rules import ALL
+from contractfix.sweep import fix_args
 
 BASE = "0123456789abcdef0123456789abcdef01234567"
 pytestmark = pytest.mark.usefixtures("git_env")

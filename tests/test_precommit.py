@@ -83,7 +83,9 @@ def hook(hook_id: str, repo: Path, files: list[str]) -> subprocess.CompletedProc
     and `files` select, as paths relative to the repository root, from the root."""
     spec = HOOKS[hook_id]
     chosen = [f for f in files if set(spec.get("types", [])) <= identify.tags_from_path(str(repo / f))]
-    command = [*shlex.split(spec["entry"]), *spec.get("args", []), *chosen]
+    program, *entry = shlex.split(spec["entry"])
+    assert program == "contractfix"  # this checkout's, whatever is on PATH (try-repo runs the installed one)
+    command = [sys.executable, "-m", "contractfix", *entry, *spec.get("args", []), *chosen]
     return subprocess.run(command, cwd=repo, capture_output=True, text=True)
 
 

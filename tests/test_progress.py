@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from codemods import engine, progress
-from codemods.config import Options
-from codemods.demo import copy_example
+from contractfix import engine, progress
+from contractfix.config import Options
+from contractfix.demo import copy_example
 
 
 class Terminal(io.StringIO):

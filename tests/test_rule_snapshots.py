@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from codemods import engine
-from codemods.config import Options
-from codemods.report import text
+from contractfix import engine
+from contractfix.config import Options
+from contractfix.report import text
 from tests.conftest import ROOT
 from tests.snapshot import assert_snapshot
 

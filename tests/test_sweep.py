@@ -7,10 +7,10 @@ from pathlib import Path
 import git as gitpython
 import pytest
 
-from codemods import commit_message, engine
-from codemods.config import Options
-from codemods.git import GitError
-from codemods.sweep import DEFAULT_BRANCH, SweepRequest, sweep
+from contractfix import commit_message, engine
+from contractfix.config import Options
+from contractfix.git import GitError
+from contractfix.sweep import DEFAULT_BRANCH, SweepRequest, sweep
 from tests.gitrepo import (
     GEMMA_LITE,
     HUMAN,

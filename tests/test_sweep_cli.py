@@ -13,8 +13,8 @@ import git as gitpython
 import pytest
 from typer.testing import CliRunner
 
-from cli import app
-from codemods.sweep import DEFAULT_BRANCH
+from contractfix.cli import app
+from contractfix.sweep import DEFAULT_BRANCH
 from tests.gitrepo import GEMMA_LITE, STEP_LITE
 
 pytestmark = pytest.mark.usefixtures("git_env")

@@ -13,8 +13,8 @@ from pathlib import Path
 import git as gitpython
 import pytest
 
-from codemods.git import GitError
-from codemods.sweep import DEFAULT_BRANCH, SweepRequest, sweep
+from contractfix.git import GitError
+from contractfix.sweep import DEFAULT_BRANCH, SweepRequest, sweep
 from tests.gitrepo import checkout_state
 
 pytestmark = pytest.mark.usefixtures("git_env")
@@ -89,7 +89,7 @@ RUNNER = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from codemods import engine, sweep
+    from contractfix import engine, sweep
 
     def stalled(paths, options, write=True):
         Path(sys.argv[2] + ".tmp").write_text(str(paths[0]))

@@ -8,10 +8,10 @@ import git as gitpython
 import pytest
 from typer.testing import CliRunner
 
-from cli import app
-from codemods import sweep as sweep_mod
-from codemods.smoke import CheckRecord, SmokeReport, Status
-from codemods.sweep import DEFAULT_BRANCH, SweepRequest, sweep
+from contractfix import sweep as sweep_mod
+from contractfix.cli import app
+from contractfix.smoke import CheckRecord, SmokeReport, Status
+from contractfix.sweep import DEFAULT_BRANCH, SweepRequest, sweep
 from tests.gitrepo import GEMMA_LITE, STEP_LITE
 
 pytestmark = pytest.mark.usefixtures("git_env")

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from hypothesis import strategies as st
 
-from codemods.rules import ALL
+from contractfix.rules import ALL
 from tests.property.modelgen import (
     Family,
     KeyList,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from hypothesis import given
 
-from codemods.findings import Applicability
+from contractfix.findings import Applicability
 from tests.property import workspace
 from tests.property.modelgen import render
 from tests.property.strategies import trees, violated_trees

@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from codemods.findings import Applicability
+from contractfix.findings import Applicability
 from tests.property import workspace
 from tests.property.modelgen import render
 from tests.property.strategies import violated_trees

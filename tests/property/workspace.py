@@ -9,9 +9,9 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from codemods import engine
-from codemods.config import Options
-from codemods.findings import Report
+from contractfix import engine
+from contractfix.config import Options
+from contractfix.findings import Report
 
 
 @contextlib.contextmanager

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from codemods.smoke.launch import find_python, probe
-from codemods.smoke.tiers import Machine
+from contractfix.smoke.launch import find_python, probe
+from contractfix.smoke.tiers import Machine
 
 
 @pytest.fixture(scope="session")

@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from cli import app
-from codemods import engine
-from codemods.config import Options
-from codemods.demo import copy_example
-from codemods.smoke import api, venv
-from codemods.smoke.launch import NO_PYTHON
+from contractfix import engine
+from contractfix.cli import app
+from contractfix.config import Options
+from contractfix.demo import copy_example
+from contractfix.smoke import api, venv
+from contractfix.smoke.launch import NO_PYTHON
 
 MODELS = Path("vllm/model_executor/models")
 runner = CliRunner()

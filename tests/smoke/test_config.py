@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from codemods.smoke.harness.smoke_config import derive, name_guesses
+from contractfix.smoke.harness.smoke_config import derive, name_guesses
 
 LLAMA_LIKE = {
     "hidden_size": 4096,

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from codemods.smoke import Status, run_smoke
-from codemods.smoke.tiers import Machine
+from contractfix.smoke import Status, run_smoke
+from contractfix.smoke.tiers import Machine
 
 from .vllm_copies import make_copy
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from cli import app
+from contractfix.cli import app
 
 from .vllm_copies import MODELS, MUTATIONS, Copy, make_copy
 

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from codemods.smoke.errors import SetupError
-from codemods.smoke.launch import NO_PYTHON, find_python, probe, run_harness
-from codemods.smoke.records import Status
-from codemods.smoke.targets import select_targets
-from codemods.smoke.tier_contract import UserConfig, expected_checks, run_contract
-from codemods.smoke.tier_engine import engine_env, run_engine
-from codemods.smoke.tiers import Machine
+from contractfix.smoke.errors import SetupError
+from contractfix.smoke.launch import NO_PYTHON, find_python, probe, run_harness
+from contractfix.smoke.records import Status
+from contractfix.smoke.targets import select_targets
+from contractfix.smoke.tier_contract import UserConfig, expected_checks, run_contract
+from contractfix.smoke.tier_engine import engine_env, run_engine
+from contractfix.smoke.tiers import Machine
 
 from .fakes import fake_python, record, vllm_tree
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from codemods.smoke.harness import smoke_override
-from codemods.smoke.launch import SHIM
+from contractfix.smoke.harness import smoke_override
+from contractfix.smoke.launch import SHIM
 
 
 @pytest.fixture

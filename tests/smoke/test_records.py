@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from codemods.smoke.records import CheckRecord, SmokeReport, Status
+from contractfix.smoke.records import CheckRecord, SmokeReport, Status
 
 FIELDS = {"arch", "tier", "check", "status", "reason", "duration_s", "error", "keys", "pp", "path", "device", "notes"}
 

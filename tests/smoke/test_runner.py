@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from codemods.smoke.runner import run
+from contractfix.smoke.runner import run
 
 STAND_IN = textwrap.dedent(
     """

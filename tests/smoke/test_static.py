@@ -7,11 +7,11 @@ from pathlib import Path
 import git
 import pytest
 
-from codemods import engine
-from codemods.config import Options
-from codemods.demo import copy_example
-from codemods.smoke.records import Status
-from codemods.smoke.tier_static import run_static, stray_lines
+from contractfix import engine
+from contractfix.config import Options
+from contractfix.demo import copy_example
+from contractfix.smoke.records import Status
+from contractfix.smoke.tier_static import run_static, stray_lines
 
 MODELS = Path("vllm/model_executor/models")
 BOT = git.Actor("smoke test", "smoke@example.invalid")

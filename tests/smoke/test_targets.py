@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from codemods.smoke.errors import UsageError
-from codemods.smoke.targets import select_targets
+from contractfix.smoke.errors import UsageError
+from contractfix.smoke.targets import select_targets
 
 from .fakes import vllm_tree
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from codemods.smoke.tiers import Machine, NoVllmPython, Tier, blocker, plan_tiers
+from contractfix.smoke.tiers import Machine, NoVllmPython, Tier, blocker, plan_tiers
 
 NO_VLLM = Machine(why_no_python="no Python with vLLM: run `contractfix smoke --setup`")
 CPU_BOX = Machine(python=Path("/py"), vllm="0.33.0", vllm_dir=Path("/site/vllm"))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from codemods.smoke import recipe, venv
+from contractfix.smoke import recipe, venv
 
 
 @pytest.fixture
