@@ -8,6 +8,7 @@ import io
 import re
 import tokenize
 
+from . import loading
 from .facts import (
     Access,
     AlteredOutput,
@@ -218,6 +219,8 @@ class _ClassAnalyzer:
         for producer in self.facts.producers:
             if producer.kind == "method" and producer.method in defs and producer.method != ATTR:
                 self.facts.methods[producer.method] = _FunctionAnalyzer(defs[producer.method], producer=True).run()
+        if loading.wanted(self.lines[self.node.lineno - 1 : self.node.end_lineno]):
+            self.facts.loading = loading.loading_facts(self.node, self.lines)
         return self.facts
 
     def mentions(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:

@@ -48,6 +48,9 @@ def rewrite(source: bytes, edits: list[Edit]) -> Rewrite:
             raise FixError(f"could not locate the code to edit at line {edit.line} ({edit.kind})")
         spans.extend(transformer.spans)
         imports |= transformer.imports
+    for kind in sorted({e.kind for e in edits}):
+        module, touched = TRANSFORMERS[kind].finish(module)
+        spans.extend(touched)
     if imports:
         from libcst.codemod import CodemodContext
         from libcst.codemod.visitors import AddImportsVisitor

@@ -14,7 +14,7 @@ import pickle
 import tempfile
 from pathlib import Path
 
-from . import analyze, facts
+from . import analyze, facts, loading
 
 ENV = "CONTRACTFIX_CACHE_DIR"
 
@@ -28,7 +28,7 @@ def default_folder() -> Path:
 
 def _fingerprint() -> bytes:
     digest = hashlib.sha256()
-    for module in (analyze, facts):
+    for module in (analyze, facts, loading):
         digest.update(Path(module.__file__).read_bytes())
     return digest.digest()
 

@@ -17,6 +17,8 @@ from .findings import FileError
 MARKERS = (b"intermediate_tensors", b"IntermediateTensors", b"SupportsPP")
 DEFINES = (b"def forward", b"make_empty_intermediate_tensors")
 SKIPS_INIT = (b".__init__(self", b", self).__init__(")
+LOADS = (b"def load_weights", b"named_parameters")
+"""A weight loader over the parameter dict (PP008): both must occur."""
 SKIP_DIRS = {"__pycache__", ".git", ".hg", ".venv", "venv", ".tox", "node_modules", ".mypy_cache"}
 MAX_SOURCE_BYTES = 8 * 2**20
 """Relevant files above this size (generated code) are skipped with an error, not parsed."""
@@ -124,8 +126,8 @@ def _check_decodes(data: bytes) -> None:
 def relevant(source: bytes | mmap.mmap) -> bool:
     """Whether a file can hold a class under contract: one with a forward or a producer that
     names intermediate tensors, or a model (built from `vllm_config`) that calls a base's
-    `__init__` by name and may skip the one that delegated (a byte search, no parsing). Bases
-    elsewhere load on demand."""
+    `__init__` by name and may skip the one that delegated, or a weight loader (a byte search, no
+    parsing). Bases elsewhere load on demand."""
     named = any(source.find(m) >= 0 for m in MARKERS) and any(source.find(d) >= 0 for d in DEFINES)
     skips = any(source.find(s) >= 0 for s in SKIPS_INIT) and source.find(b"vllm_config") >= 0
-    return named or skips
+    return named or skips or all(source.find(m) >= 0 for m in LOADS)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .loading import LoadingFacts
+
 Guard = tuple[tuple[str, bool], ...]
 """Conjunction of configuration conditions: (normalized condition source, polarity)."""
 
@@ -149,6 +151,8 @@ class ClassFacts:
     (`nn.Module.__init__(self)` -> "nn.Module"); None when the class defines no `__init__`."""
     is_protocol: bool = False
     misspelled_producer: list[Producer] = field(default_factory=list)
+    loading: LoadingFacts | None = None
+    """Weight-loader lookups and layer splits (PP008); None when the class has neither."""
 
 
 @dataclass

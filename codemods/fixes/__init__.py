@@ -8,13 +8,14 @@ from .clone_dict_entry import CloneDictEntry
 from .default_none import DefaultNone
 from .early_return import EarlyReturn
 from .insert_delegation import InsertDelegation
+from .missing_guard import MissingGuard
 from .remove_factory_keys import RemoveFactoryKeys
 from .tensors_access import TensorsAccess
 
 TRANSFORMERS: dict[str, type[EditTransformer]] = {
     t.kind: t
     for t in (
-        AddFactoryKeys, CloneDictEntry, DefaultNone, EarlyReturn, InsertDelegation,
+        AddFactoryKeys, CloneDictEntry, DefaultNone, EarlyReturn, InsertDelegation, MissingGuard,
         RemoveFactoryKeys, TensorsAccess,
     )
 }

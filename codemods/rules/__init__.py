@@ -13,6 +13,7 @@ from . import (
     pp005_key_read_not_sent,
     pp006_nonlast_output_altered,
     pp007_unsupported_access,
+    pp008_missing_layer_lookup,
     pp100_unused_suppression,
 )
 from .base import Context, Rule
@@ -25,6 +26,7 @@ MODULES: tuple[ModuleType, ...] = (
     pp005_key_read_not_sent,
     pp006_nonlast_output_altered,
     pp007_unsupported_access,
+    pp008_missing_layer_lookup,
 )
 ALL: dict[str, Rule] = {m.RULE.code: m.RULE for m in (*MODULES, pp100_unused_suppression)}
 

@@ -1,0 +1,221 @@
+"""PP008 missing-layer-lookup: a weight loader looks up a parameter this PP rank may not hold."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from ..findings import Applicability, Edit, Evidence, Finding, Fix
+from ..index import ClassRef
+from ..loading import Loader, Lookup, Split
+from .base import Context, Rule
+
+RULE = Rule(
+    code="PP008",
+    name="missing-layer-lookup",
+    summary="A weight loader indexes the parameter dict without skipping layers another PP rank holds.",
+    rationale=(
+        "`make_layers` gives each rank only its share of the layers and fills the rest with "
+        "`PPMissingLayer` (no parameters); `PPMissingLayer()` also stands for `embed_tokens` off the "
+        "first rank and `norm`/`lm_head` off the last. Every rank reads the whole checkpoint, so a "
+        "`params_dict[name]` in `load_weights` (or a helper it calls) that no "
+        "`is_pp_missing_parameter(name, self)` / `name not in params_dict` skip precedes raises "
+        "KeyError at start-up on every rank that lacks the layer: the KV-cache-scale branch "
+        "(`quant_config.get_cache_scale(name)`) of dozens of loaders up to vLLM 0.21.0, "
+        "GraniteMoeHybrid's `_load` helper (#50961). The fix skips the name right before the "
+        "lookup (`return` in a helper without a loop). When the only split modules are an "
+        "encoder tower built with `make_layers`, the finding is reported without a fix: the tower "
+        "runs whole on the ranks that need it, and skipping would drop its layers silently."
+    ),
+    before=(
+        "params_dict = dict(self.named_parameters())\n"
+        "for name, loaded_weight in weights:\n"
+        "    if scale_name := self.quant_config.get_cache_scale(name):\n"
+        "        param = params_dict[scale_name]\n"
+        "        param.weight_loader(param, loaded_weight)\n"
+        "        continue\n"
+        "    if is_pp_missing_parameter(name, self):\n"
+        "        continue\n"
+        "    param = params_dict[name]\n"
+    ),
+    after=(
+        "params_dict = dict(self.named_parameters())\n"
+        "for name, loaded_weight in weights:\n"
+        "    if scale_name := self.quant_config.get_cache_scale(name):\n"
+        "        if is_pp_missing_parameter(scale_name, self):\n"
+        "            continue\n"
+        "        param = params_dict[scale_name]\n"
+        "        param.weight_loader(param, loaded_weight)\n"
+        "        continue\n"
+        "    if is_pp_missing_parameter(name, self):\n"
+        "        continue\n"
+        "    param = params_dict[name]\n"
+    ),
+    fix=Applicability.SAFE,
+)
+
+ENTRY = "load_weights"
+TOWER = re.compile(r"Encoder|Vision|Visual|Audio|Tower|ViT|Speech", re.I)
+DEPTH = 3
+
+
+def check(ctx: Context) -> list[Finding]:
+    findings: list[Finding] = []
+    seen: set[tuple[str, int, int]] = set()
+    splits: dict[tuple[str, str], list[tuple[ClassRef, Split]]] = {}
+    under_pp: set[tuple[str, str]] | None = None
+    for path in sorted(ctx.targets):
+        module = ctx.index.by_path.get(path)
+        for cls in module.classes.values() if module else ():
+            if not cls.loading or ENTRY not in cls.loading.loaders:
+                continue
+            ref = ClassRef(module, cls)
+            for owner, loader, lookup in _unguarded(ctx, ref):
+                where = (owner.module.path, lookup.line, lookup.column)
+                if where in seen:
+                    continue
+                sources = _split_sources(ctx, ref, splits, DEPTH)
+                if under_pp is None:
+                    under_pp = _under_pp(ctx)
+                if not sources or not _pp_reaches(ctx, ref, under_pp):
+                    break
+                seen.add(where)
+                findings.append(_finding(ctx, ref, owner, loader, lookup, sources))
+    return findings
+
+
+def _unguarded(ctx: Context, ref: ClassRef) -> list[tuple[ClassRef, Loader, Lookup]]:
+    """Lookups reachable from `ref.load_weights` that no skip dominates, in it or at every call."""
+    loaders: dict[str, tuple[ClassRef, Loader]] = {}
+    pending = [ENTRY]
+    while pending:
+        name = pending.pop()
+        if name in loaders:
+            continue
+        found = _loader(ctx, ref, name)
+        if found is None:
+            continue
+        loaders[name] = found
+        pending.extend(call.target for call in found[1].calls)
+    covered = {name: name != ENTRY for name in loaders}
+    changed = True
+    while changed:
+        changed = False
+        for caller, (_, loader) in loaders.items():
+            for call in loader.calls:
+                if call.target in covered and covered[call.target] and not call.guarded and not covered[caller]:
+                    covered[call.target] = False
+                    changed = True
+    return [
+        (owner, loader, lookup)
+        for name, (owner, loader) in loaders.items() if not covered[name]
+        for lookup in loader.lookups
+    ]
+
+
+def _loader(ctx: Context, ref: ClassRef, name: str) -> tuple[ClassRef, Loader] | None:
+    """The loader `name` as `ref` resolves it: the first class in the MRO defining the method."""
+    method = name.split(".")[0]
+    for node in ctx.index.mro(ref):
+        if method in node.cls.method_names:
+            found = node.cls.loading.loaders.get(name) if node.cls.loading else None
+            return (node, found) if found else None
+    return None
+
+
+def _split_sources(ctx: Context, ref: ClassRef, memo: dict, depth: int) -> list[tuple[ClassRef, Split]]:
+    """Where `ref`'s parameters can go missing: `make_layers` / `PPMissingLayer` in its MRO or
+    in the classes of its submodules (`depth` levels down)."""
+    if ref.key in memo:
+        return memo[ref.key]
+    memo[ref.key] = []
+    found: list[tuple[ClassRef, Split]] = []
+    attrs: set[str] = set()
+    for node in ctx.index.mro(ref):
+        if node.cls.loading:
+            found.extend((node, s) for s in node.cls.loading.splits)
+        attrs.update(node.cls.submodules)
+    if depth > 0:
+        for attr in sorted(attrs):
+            classes = ctx.resolver.object_classes(ref, ("self", attr))
+            for sub in classes if isinstance(classes, list) else ():
+                if sub != ref:
+                    found.extend(_split_sources(ctx, sub, memo, depth - 1))
+    memo[ref.key] = found
+    return found
+
+
+def _under_pp(ctx: Context) -> set[tuple[str, str]]:
+    """Classes a SupportsPP model among the subjects holds (itself, its submodules' classes):
+    vLLM refuses PP>1 for any other model, so its loaders never meet a missing layer."""
+    reached: set[tuple[str, str]] = set()
+    for ref in ctx.subjects:
+        if "SupportsPP" in ctx.index.base_names(ref):
+            _reach(ctx, ref, reached, DEPTH)
+    return reached
+
+
+def _pp_reaches(ctx: Context, ref: ClassRef, reached: set[tuple[str, str]]) -> bool:
+    """Whether a SupportsPP model holds `ref`, or its module defines one (a wrapper that builds
+    it through a helper such as `_init_model`, which the index cannot follow)."""
+    return ref.key in reached or any(
+        "SupportsPP" in ctx.index.base_names(ClassRef(ref.module, cls)) for cls in ref.module.classes.values()
+    )
+
+
+def _reach(ctx: Context, ref: ClassRef, reached: set[tuple[str, str]], depth: int) -> None:
+    if ref.key in reached:
+        return
+    reached.add(ref.key)
+    if depth == 0:
+        return
+    attrs = {attr for node in ctx.index.mro(ref) for attr in node.cls.submodules}
+    for attr in sorted(attrs):
+        classes = ctx.resolver.object_classes(ref, ("self", attr))
+        for sub in classes if isinstance(classes, list) else ():
+            _reach(ctx, sub, reached, depth - 1)
+
+
+def _finding(ctx: Context, ref: ClassRef, owner: ClassRef, loader: Loader, lookup: Lookup,
+             sources: list[tuple[ClassRef, Split]]) -> Finding:
+    path = owner.module.path
+    where = f"{owner.cls.name}.{loader.name}"
+    holder, split = next(((h, s) for h, s in sources if not _tower(h)), sources[0])
+    what = f"`self.{split.attr}`" if split.attr else "a module"
+    built = f"{what} = {split.kind}(...) in {holder.cls.name} (line {split.line})"
+    towers_only = all(_tower(h) for h, _ in sources)
+    message = (
+        f"`params_dict[{lookup.key}]` in {where} is not preceded by "
+        f"`is_pp_missing_parameter({lookup.key}, self)`: KeyError while loading weights on a PP "
+        f"rank that lacks the layer ({built})"
+    )
+    fix = None
+    if towers_only:
+        message += (
+            "; not auto-fixable: the split modules are an encoder tower, which should not be split "
+            "by make_layers (a skip would drop its layers silently)"
+        )
+    elif not lookup.fixable:
+        message += "; not auto-fixable: the lookup is inside a comprehension or lambda"
+    elif lookup.exit == "return" and loader.name == ENTRY:
+        message += "; not auto-fixable: the lookup is outside any loop of load_weights"
+    elif not ctx.editable(path):
+        message += f"; not auto-fixable: the loader lives in {path}, outside the checked paths"
+    else:
+        fix = Fix(
+            Applicability.SAFE,
+            f"skip it first: `if is_pp_missing_parameter({lookup.key}, self): {lookup.exit}`",
+            (Edit("missing_guard", Path(path), lookup.stmt_line, lookup.stmt_column,
+                  (lookup.key, lookup.exit)),),
+        )
+    evidence = [Evidence(Path(path), lookup.line, ctx.line(path, lookup.line), "lookup")]
+    hp = holder.module.path
+    evidence.append(Evidence(Path(hp), split.line, ctx.line(hp, split.line), "split"))
+    return Finding(
+        RULE.code, RULE.name, Path(path), lookup.line, lookup.column, ref.cls.name, message,
+        keys=(f"{loader.name}[{lookup.key}]",), fix=fix, evidence=tuple(evidence),
+    )
+
+
+def _tower(ref: ClassRef) -> bool:
+    return bool(TOWER.search(ref.cls.name))
