@@ -6,9 +6,9 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from codemods import engine
-from codemods.config import Options
-from codemods.rules import ALL
+from contractfix import engine
+from contractfix.config import Options
+from contractfix.rules import ALL
 
 HEAD = '''from torch import nn
 

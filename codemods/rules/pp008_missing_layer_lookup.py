@@ -63,7 +63,6 @@ def check(ctx: Context) -> list[Finding]:
     findings: list[Finding] = []
     seen: set[tuple[str, int, int]] = set()
     splits: dict[tuple[str, str], list[tuple[ClassRef, Split]]] = {}
-    under_pp: set[tuple[str, str]] | None = None
     for path in sorted(ctx.targets):
         module = ctx.index.by_path.get(path)
         for cls in module.classes.values() if module else ():
@@ -75,9 +74,7 @@ def check(ctx: Context) -> list[Finding]:
                 if where in seen:
                     continue
                 sources = _split_sources(ctx, ref, splits, DEPTH)
-                if under_pp is None:
-                    under_pp = _under_pp(ctx)
-                if not sources or not _pp_reaches(ctx, ref, under_pp):
+                if not sources or not _under_pp(ctx, ref):
                     break
                 seen.add(where)
                 findings.append(_finding(ctx, ref, owner, loader, lookup, sources))
@@ -145,22 +142,21 @@ def _split_sources(ctx: Context, ref: ClassRef, memo: dict, depth: int) -> list[
     return found
 
 
-def _under_pp(ctx: Context) -> set[tuple[str, str]]:
-    """Classes a SupportsPP model among the subjects holds (itself, its submodules' classes):
-    vLLM refuses PP>1 for any other model, so its loaders never meet a missing layer."""
+def _under_pp(ctx: Context, ref: ClassRef) -> bool:
+    """Whether a SupportsPP model can hold `ref`: its module defines one (a wrapper may build it
+    through a helper such as `_init_model`, which the index cannot follow), or one that imports
+    its name holds it. vLLM refuses PP>1 for any other model, so its loaders never meet a
+    missing layer."""
+    def supports_pp(holder: ClassRef) -> bool:
+        return "SupportsPP" in ctx.index.base_names(holder)
+
+    if any(supports_pp(ClassRef(ref.module, cls)) for cls in ref.module.classes.values()):
+        return True
     reached: set[tuple[str, str]] = set()
-    for ref in ctx.subjects:
-        if "SupportsPP" in ctx.index.base_names(ref):
-            _reach(ctx, ref, reached, DEPTH)
-    return reached
-
-
-def _pp_reaches(ctx: Context, ref: ClassRef, reached: set[tuple[str, str]]) -> bool:
-    """Whether a SupportsPP model holds `ref`, or its module defines one (a wrapper that builds
-    it through a helper such as `_init_model`, which the index cannot follow)."""
-    return ref.key in reached or any(
-        "SupportsPP" in ctx.index.base_names(ClassRef(ref.module, cls)) for cls in ref.module.classes.values()
-    )
+    for holder in ctx.subjects:
+        if ref.cls.name in holder.module.imports and supports_pp(holder):
+            _reach(ctx, holder, reached, DEPTH)
+    return ref.key in reached
 
 
 def _reach(ctx: Context, ref: ClassRef, reached: set[tuple[str, str]], depth: int) -> None:
