@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 MISSING_CHECK = "is_pp_missing_parameter"
 SPLITTERS = ("make_layers", "PPMissingLayer")
+TRIES = tuple(getattr(ast, name) for name in ("Try", "TryStar") if hasattr(ast, name))
 CATCHES = {"KeyError", "LookupError", "Exception", "BaseException"}
 
 
@@ -166,7 +167,7 @@ class _Walker:
             self._block(stmt.body, guarded, True)
             self._block(stmt.orelse, guarded, in_loop)
             return
-        if isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
+        if isinstance(stmt, TRIES):
             caught = any(_catches(h) for h in stmt.handlers)
             self._block(stmt.body, guarded or caught, in_loop)
             for handler in stmt.handlers:
@@ -203,7 +204,7 @@ class _Walker:
                     stack.append((value, safe or earlier, fixable))
                 continue
             key = self._lookup_key(node)
-            if key is not None and not safe:
+            if key is not None and not safe and isinstance(node, ast.expr):
                 self.loader.lookups.append(Lookup(
                     ast.unparse(key), node.lineno, node.col_offset, stmt.lineno, stmt.col_offset,
                     "continue" if in_loop else "return", fixable,

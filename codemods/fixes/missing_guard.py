@@ -33,8 +33,10 @@ class MissingGuard(EditTransformer):
                     continue
                 key, exit_ = edit.args
                 guard = cst.parse_statement(GUARD.format(check=NAME, key=key, exit=exit_))
-                guard = guard.with_changes(leading_lines=body[index].leading_lines)
-                body[index] = body[index].with_changes(leading_lines=[])
+                held = body[index]
+                assert isinstance(held, (cst.SimpleStatementLine, cst.BaseCompoundStatement))
+                guard = guard.with_changes(leading_lines=held.leading_lines)
+                body[index] = held.with_changes(leading_lines=[])
                 body.insert(index, guard)
                 self.touch(stmt, edit)
                 inserted = True
@@ -85,6 +87,7 @@ def _utils_import(stmt: cst.CSTNode) -> cst.ImportFrom | None:
 def _with_alias(node: cst.ImportFrom, name: str) -> cst.ImportFrom:
     """`node` with `name` added: in sorted place when the names are sorted, else last; the
     commas (and their line breaks) of a parenthesized list are kept."""
+    assert not isinstance(node.names, cst.ImportStar)
     names = list(node.names)
     values = [a.evaluated_name for a in names]
     at = len(names)

@@ -65,7 +65,9 @@ def check(ctx: Context) -> list[Finding]:
     splits: dict[tuple[str, str], list[tuple[ClassRef, Split]]] = {}
     for path in sorted(ctx.targets):
         module = ctx.index.by_path.get(path)
-        for cls in module.classes.values() if module else ():
+        if module is None:
+            continue
+        for cls in module.classes.values():
             if not cls.loading or ENTRY not in cls.loading.loaders:
                 continue
             ref = ClassRef(module, cls)
