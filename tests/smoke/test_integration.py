@@ -18,12 +18,12 @@ from typer.testing import CliRunner
 
 from contractfix.cli import app
 
-from .vllm_copies import MODELS, MUTATIONS, Copy, make_copy
+from .vllm_copies import MODELS, MUTATIONS, ONLY, Copy, make_copy
 
 pytestmark = pytest.mark.vllm
 
 runner = CliRunner()
-CASES = [(model, mutation) for model in MODELS for mutation in MUTATIONS]
+CASES = [(model, mutation) for model in MODELS for mutation in MUTATIONS if model in ONLY.get(mutation, MODELS)]
 
 
 @pytest.fixture(scope="session")
@@ -94,6 +94,13 @@ def test_the_right_check_fails_with_the_right_error(model, mutation, copies, bro
         else:
             assert (factory["status"], chain["status"]) == ("pass", "pass")
             assert status[("contract", "keys-read", pp)] == "pass"
+        weights = records[("contract", "weights-load", pp)]
+        if mutation == "no-weight-guard":
+            assert weights["status"] == "fail" and "load_weights (the full model's" in weights["error"], weights
+            assert "KeyError: 'layers." in weights["error"] and "param = params_dict[name]" in weights["error"]
+            assert f"{copy.path}:" in weights["error"]
+        else:
+            assert weights["status"] == "pass", weights
     entry = records[("contract", "entry-without-intermediate-tensors", 1)]
     if mutation == "no-default":
         assert entry["status"] == "fail"
@@ -116,7 +123,7 @@ def test_each_fixed_copy_passes_every_check_at_pp_2_and_3(model, mutation, copie
     records = _records(fixed[1], copy)
     expected = {("static", c, None) for c in ("compile", "contract-check", "diff-scope")} | {
         ("contract", c, 1) for c in ("build", "entry-without-intermediate-tensors")} | {
-        ("contract", c, pp) for pp in (2, 3) for c in ("factory-keys", "keys-read", "chain-equals-pp1")}
+        ("contract", c, pp) for pp in (2, 3) for c in ("factory-keys", "keys-read", "chain-equals-pp1", "weights-load")}
     assert set(records) == expected
     assert {key: r["status"] for key, r in records.items()} == {key: "pass" for key in expected}
     assert records[("contract", "keys-read", 3)]["keys"]["received"] == ["hidden_states", "residual"]

@@ -13,6 +13,12 @@ BOT = git.Actor("smoke test", "smoke@example.invalid")
 MODELS = {"llama": "LlamaForCausalLM", "step3_text": "Step3TextForCausalLM"}
 FACTORY_KEYS = '["hidden_states", "residual"], config.hidden_size'
 ENTRY_PARAM = "intermediate_tensors: IntermediateTensors | None = None,"
+WEIGHT_GUARD = (
+    "                        if is_pp_missing_parameter(name, self):\n"
+    "                            continue\n"
+    "                        param = params_dict[name]\n"
+    "                        weight_loader = getattr(\n"
+)
 
 
 def no_residual(text: str, cls: str) -> str:
@@ -29,6 +35,11 @@ def no_default(text: str, cls: str) -> str:
     return text[:start] + _once(text[start:], ENTRY_PARAM, ENTRY_PARAM.replace(" = None", ""), first=True)
 
 
+def no_weight_guard(text: str, cls: str) -> str:
+    """Drop the rank skip before the loader's last `params_dict[name]` (step3_text's fallback branch)."""
+    return _once(text, WEIGHT_GUARD, WEIGHT_GUARD.split("\n", 2)[2])
+
+
 def unchanged(text: str, cls: str) -> str:
     return text
 
@@ -39,7 +50,10 @@ def _once(text: str, old: str, new: str, first: bool = False) -> str:
     return text.replace(old, new, 1)
 
 
-MUTATIONS = {"no-residual": no_residual, "no-default": no_default, "extra-key": extra_key}
+MUTATIONS = {"no-residual": no_residual, "no-default": no_default, "extra-key": extra_key,
+             "no-weight-guard": no_weight_guard}
+ONLY = {"no-weight-guard": ("step3_text",)}
+"""Mutations that apply to some models only (the text they change is theirs)."""
 
 
 @dataclass

@@ -4,7 +4,9 @@ Per target: `build` (the changed class builds as a tiny PP=1 model) and
 `entry-without-intermediate-tensors` (its forward runs without the keyword); per PP size N:
 `factory-keys` (each receiving rank allocates exactly the keys the previous rank sent),
 `keys-read` (zeroing any received key changes that rank's output) and `chain-equals-pp1`
-(rank 0 -> ... -> rank N-1 gives the PP=1 output). Receiving follows vLLM's V2 runner: every
+(rank 0 -> ... -> rank N-1 gives the PP=1 output) and `weights-load` (every rank's
+`load_weights` takes the PP=1 model's weights under their full-model names, as every rank reads
+the whole checkpoint: a loader that looks up another rank's layer fails with KeyError). Receiving follows vLLM's V2 runner: every
 allocated key is filled from what was sent (gpu/model_runner.py:2030-2036).
 """
 
@@ -27,7 +29,7 @@ from smoke_records import Emitter, excerpt
 TOKENS = 8
 ATOL = RTOL = 1e-4
 READ_TOL = 1e-4
-PP_CHECKS = ("factory-keys", "keys-read", "chain-equals-pp1")
+PP_CHECKS = ("factory-keys", "keys-read", "chain-equals-pp1", "weights-load")
 
 
 def run(plan: dict) -> None:
@@ -74,7 +76,7 @@ def run_target(target: dict, plan: dict, emit: Emitter, config_dir: str) -> None
             for check in PP_CHECKS:
                 emit(check, "skip", pp=size, reason=f"the config has {layers} layers, fewer than PP={size}")
             continue
-        _pp_checks(config_dir, device, size, reference, emit, target["path"])
+        _pp_checks(config_dir, device, size, reference, emit, target["path"], full)
 
 
 def _register(target: dict):
@@ -225,11 +227,51 @@ def run_pipeline(config_dir: str, device: str, size: int, source: str | None) ->
     return run
 
 
-def _pp_checks(config_dir: str, device: str, size: int, reference, emit: Emitter, source: str | None) -> None:
+def _pp_checks(config_dir: str, device: str, size: int, reference, emit: Emitter, source: str | None,
+               full=None) -> None:
     run = run_pipeline(config_dir, device, size, source)
     _factory_keys(run, emit)
     _keys_read(run, emit, device, source)
     _chain(run, reference, emit)
+    _weights_load(run, full, emit, source)
+
+
+def checkpoint_weights(model) -> list[tuple[str, object]]:
+    """The PP=1 model's weights under its own (full-model) names, as a checkpoint would hold them:
+    the parameters that load one to one. Fused ones (a `packed_modules_mapping` target, MoE
+    experts) need their shards and are left out; the rest reach every branch that looks names up."""
+    packed = set(getattr(model, "packed_modules_mapping", None) or {})
+    return [
+        (name, param.detach().clone())
+        for name, param in model.named_parameters()
+        if not packed.intersection(name.split(".")) and ".experts." not in name
+    ]
+
+
+def _weights_load(run: Pipeline, full, emit: Emitter, source: str | None) -> None:
+    from vllm.config import set_current_vllm_config
+    from vllm.model_executor.models import utils
+
+    if full is None or len(run.stages) < run.size:
+        reason = run.error.splitlines()[0] if run.error else "no PP=1 model"
+        emit("weights-load", "skip", pp=run.size, reason="not reached: " + reason)
+        return
+    weights = checkpoint_weights(full.model)
+    start = time.monotonic()
+    for stage in run.stages:
+        # vLLM caches each model's missing layers by id(model); here many models live and die in
+        # one process, so a new model can inherit a dead one's id and its stale answer.
+        getattr(utils, "_model_to_pp_missing_layer_names", {}).clear()
+        try:
+            with set_current_vllm_config(stage.cfg), smoke_stage.pp_rank(stage.rank, stage.size):
+                stage.model.load_weights(iter(weights))
+        except Exception as exc:  # noqa: BLE001
+            emit("weights-load", "fail", pp=run.size, duration_s=time.monotonic() - start,
+                 error=excerpt(f"rank {stage.rank} of {run.size} load_weights (the full model's "
+                               f"{len(weights)} weights)", exc, source))
+            return
+    emit("weights-load", "pass", pp=run.size, duration_s=time.monotonic() - start,
+         reason=f"every rank loaded the full model's {len(weights)} one-to-one weights")
 
 
 def _factory_keys(run: Pipeline, emit: Emitter) -> None:
