@@ -1,9 +1,9 @@
 """Content-hash cache of per-file facts, outside the source tree (like ruff's).
 
-An entry is keyed by the file's bytes, its module name, and a fingerprint of the analyzer's
-own source taken when it was imported, so a changed file or a changed analyzer never reads a
-stale entry. The path is not part of the key (a sweep's worktree moves every run): facts read
-back get the path they are asked for.
+An entry is keyed by the file's bytes, its module name, and a fingerprint of every source file
+the facts depend on (the whole `analysis` package and `DEPENDENCIES`), taken when this module is
+imported, so a changed file or a changed analyzer never reads a stale entry. The path is not part
+of the key (a sweep's worktree moves every run): facts read back get the path they are asked for.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pickle
 import tempfile
 from pathlib import Path
 
-from . import analyze, facts, loading
+from . import facts
 
 ENV = "CONTRACTFIX_CACHE_DIR"
 
@@ -26,22 +26,34 @@ def default_folder() -> Path:
     return base / "contractfix" / "facts"
 
 
-def _fingerprint() -> bytes:
+PACKAGE = Path(__file__).resolve().parent
+DEPENDENCIES = ("facts.py", "loading.py")
+"""Modules outside `analysis/` that the facts depend on; a test checks this against the imports."""
+
+
+def sources(package: Path = PACKAGE) -> list[Path]:
+    """Every source file the facts depend on: each module of `analysis/`, and `DEPENDENCIES`."""
+    return sorted((package / "analysis").rglob("*.py")) + [package / name for name in DEPENDENCIES]
+
+
+def fingerprint(package: Path = PACKAGE) -> bytes:
+    """A digest of the names and bytes of `sources(package)`."""
     digest = hashlib.sha256()
-    for module in (analyze, facts, loading):
-        digest.update(Path(module.__file__).read_bytes())
+    for path in sources(package):
+        digest.update(path.relative_to(package).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes())
     return digest.digest()
 
 
-FINGERPRINT = _fingerprint()
+FINGERPRINT = fingerprint()
 
 
 class FactsCache:
     """Get and put `ModuleFacts` by content; a folder that cannot be used disables the cache."""
 
-    def __init__(self, folder: Path | None) -> None:
+    def __init__(self, folder: Path | None, salt: bytes = FINGERPRINT) -> None:
         self.folder = folder
-        self._salt = FINGERPRINT
+        self._salt = salt
 
     def key(self, data: bytes, module: str) -> str:
         digest = hashlib.sha256(self._salt)

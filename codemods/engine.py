@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import progress, rules
-from .analyze import analyze_source
+from .analysis import analyze_source
 from .cache import FactsCache, default_folder
 from .config import Options
 from .discover import discover, read_source

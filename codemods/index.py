@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .analyze import analyze_source
+from .analysis import analyze_source
 from .cache import FactsCache
 from .facts import ClassFacts, FunctionFacts, ModuleFacts
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import ast
 import shutil
 from pathlib import Path
 
-from contractfix import engine
-from contractfix.analyze import analyze_source
+import pytest
+
+from contractfix import cache, engine
+from contractfix.analysis import analyze_source
 from contractfix.cache import FactsCache
 from contractfix.config import Options
 from tests.conftest import ROOT
@@ -53,3 +56,74 @@ def test_corrupt_entry_is_a_miss(tmp_path: Path) -> None:
     (tmp_path / key[:2]).mkdir()
     (tmp_path / key[:2] / key).write_bytes(b"\x80garbage")
     assert cache.get(key, "a.py") is None
+
+
+def _imported(path: Path, package: Path) -> set[Path]:
+    """The modules of `package` that `path` imports with relative imports."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_bytes())):
+        if not (isinstance(node, ast.ImportFrom) and node.level):
+            continue
+        base = path.parent
+        for _ in range(node.level - 1):
+            base = base.parent
+        if node.module:
+            base = base.joinpath(*node.module.split("."))
+            names = [""]
+        else:
+            names = [alias.name for alias in node.names]
+        for name in names:
+            target = base / name if name else base
+            for candidate in (target.with_suffix(".py"), target / "__init__.py"):
+                if candidate.is_file():
+                    found.add(candidate.resolve())
+    assert all(package in p.parents for p in found)
+    return found
+
+
+def test_fingerprint_covers_every_module_the_facts_depend_on() -> None:
+    """Every module the analysis package imports, directly or not, is part of the cache key."""
+    package = cache.PACKAGE
+    covered = {p.resolve() for p in cache.sources()}
+    todo = [p.resolve() for p in (package / "analysis").rglob("*.py")]
+    closure: set[Path] = set()
+    while todo:
+        path = todo.pop()
+        if path not in closure:
+            closure.add(path)
+            todo.extend(_imported(path, package))
+    assert package / "facts.py" in closure
+    missing = sorted(str(p.relative_to(package)) for p in closure - covered)
+    assert not missing, f"add to cache.DEPENDENCIES: {missing}"
+
+
+@pytest.fixture()
+def package_copy(tmp_path: Path) -> Path:
+    copy = tmp_path / "codemods"
+    shutil.copytree(cache.PACKAGE / "analysis", copy / "analysis", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in cache.DEPENDENCIES:
+        shutil.copy(cache.PACKAGE / name, copy / name)
+    return copy
+
+
+def test_changing_any_source_of_the_facts_invalidates_the_cache(package_copy: Path, tmp_path: Path) -> None:
+    base = cache.fingerprint(package_copy)
+    assert base == cache.FINGERPRINT
+    sources = cache.sources(package_copy)
+    assert len(sources) > len(cache.DEPENDENCIES) + 3
+    before = FactsCache(tmp_path / "facts", base)
+    key = before.key(b"x = 1\n", "a")
+    before.put(key, analyze_source(b"x = 1\n", "a.py", "a"))
+    for path in sources:
+        original = path.read_bytes()
+        path.write_bytes(original + b"# changed\n")
+        after = FactsCache(tmp_path / "facts", cache.fingerprint(package_copy))
+        assert after.get(after.key(b"x = 1\n", "a"), "a.py") is None, path.name
+        path.write_bytes(original)
+    assert cache.fingerprint(package_copy) == base
+
+
+def test_a_new_analysis_module_invalidates_the_cache(package_copy: Path) -> None:
+    base = cache.fingerprint(package_copy)
+    (package_copy / "analysis" / "loading.py").write_text('"""New facts."""\n')
+    assert cache.fingerprint(package_copy) != base

@@ -1,0 +1,18 @@
+"""Facts from source with the stdlib `ast`: static, nothing is imported.
+
+One module per kind of fact, each feeding the one above it:
+
+- `module`: `ModuleFacts` of one source (imports, suppressions, its classes); the entry point.
+- `classes`: `ClassFacts` of one class (bases, methods, `__init__` structure).
+- `members`: what methods assign to `self` (producers, submodules).
+- `traffic`: `FunctionFacts` of one method (keys read, sent, allocated; calls passing tensors on).
+- `altered`: where a forward alters the inner model's output (PP006).
+- `syntax`: the vLLM names looked for, and shared `ast` helpers.
+
+Every file of this package is part of the facts cache's key (`cache.py`), so a new module here
+is covered without being listed.
+"""
+
+from .module import analyze_source
+
+__all__ = ["analyze_source"]

@@ -1,0 +1,122 @@
+"""`ClassFacts` of one class: bases, methods, the producers it defines, and what its `__init__`
+builds and calls (where a fix can insert a delegation; whether a base's `__init__` runs)."""
+
+from __future__ import annotations
+
+import ast
+
+from .. import loading
+from ..facts import ClassFacts, Producer
+from .members import MemberWalker
+from .syntax import ATTR, DYNAMIC_BUILDERS, IT, IT_CLASS, Function, base_name, dotted
+from .traffic import FunctionAnalyzer
+
+
+class ClassAnalyzer:
+    """Every method is walked for what it assigns to `self` (producers, submodules); only the
+    methods that name intermediate tensors, and producer methods, get `FunctionFacts`.
+    `lines` are the module's source lines (index 0 is line 1), for text tests."""
+
+    def __init__(self, node: ast.ClassDef, lines: list[str]) -> None:
+        self.node = node
+        self.lines = lines
+        self.facts = ClassFacts(
+            name=node.name,
+            line=node.lineno,
+            column=node.col_offset,
+            bases=[base_name(b) for b in node.bases],
+        )
+        self.facts.is_protocol = any(b.split(".")[-1] == "Protocol" for b in self.facts.bases)
+
+    def run(self) -> ClassFacts:
+        defs = {}
+        for item in self.node.body:
+            if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                defs[item.name] = item
+                self._method(item)
+            elif isinstance(item, ast.Assign):
+                self._class_attribute(item)
+        for producer in self.facts.producers:
+            if producer.kind == "method" and producer.method in defs and producer.method != ATTR:
+                self.facts.methods[producer.method] = FunctionAnalyzer(defs[producer.method], producer=True).run()
+        if loading.wanted(self.lines[self.node.lineno - 1 : self.node.end_lineno]):
+            self.facts.loading = loading.loading_facts(self.node, self.lines)
+        return self.facts
+
+    def mentions(self, fn: Function) -> bool:
+        """Whether a method's source names intermediate tensors at all (a text test, no walk)."""
+        body = self.lines[fn.lineno - 1 : fn.end_lineno]
+        return any("ntermediate" in line and (IT in line or IT_CLASS in line) for line in body)
+
+    def _class_attribute(self, node: ast.Assign) -> None:
+        for target in node.targets:
+            if isinstance(target, ast.Name) and target.id == ATTR:
+                self.facts.producers.append(
+                    Producer("unknown", node.lineno, node.col_offset, attr=ATTR)
+                )
+
+    def _method(self, fn: Function) -> None:
+        self.facts.method_names.add(fn.name)
+        if fn.name == ATTR:
+            facts = FunctionAnalyzer(fn, producer=True).run()
+            self.facts.methods[fn.name] = facts
+            self.facts.producers.append(
+                Producer("method", fn.lineno, fn.col_offset, method=fn.name)
+            )
+            return
+        if fn.name == "__init__":
+            for stmt in fn.body:
+                for attr in _assigned_in(stmt):
+                    self.facts.init_last_assign[attr] = stmt.end_lineno or stmt.lineno
+            built = next((stmt for stmt in reversed(fn.body) if _builds(stmt)), None)
+            self.facts.init_last_build = built.end_lineno or built.lineno if built else 0
+            self.facts.init_calls = tuple(_init_calls(fn))
+        MemberWalker(self.facts, fn).walk(fn.body, ())
+        if self.mentions(fn):
+            self.facts.methods[fn.name] = FunctionAnalyzer(fn, producer=False).run()
+
+
+def _builds(stmt: ast.stmt) -> bool:
+    """Whether a statement constructs something: calls a class (a capitalized name) or a builder."""
+    for node in ast.walk(stmt):
+        if isinstance(node, ast.Call):
+            chain = dotted(node.func) or ("",)
+            if chain[-1][:1].isupper() or chain[-1] in DYNAMIC_BUILDERS:
+                return True
+    return False
+
+
+def _init_calls(fn: Function) -> list[str]:
+    """The `__init__` calls among the method's top-level statements: `super().__init__(...)` ->
+    "super"; `super(Base, self).__init__()` -> "super:Base" (the classes after Base);
+    `Base.__init__(self, ...)` -> "Base"."""
+    found = []
+    for stmt in fn.body:
+        node = stmt.value if isinstance(stmt, ast.Expr) else None
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "__init__":
+            owner = node.func.value
+            chain = dotted(owner)
+            if isinstance(owner, ast.Call) and owner.args and chain == ("super",):
+                start = dotted(owner.args[0])
+                chain = ("super:" + ".".join(start),) if start else None
+            if chain and ".".join(chain) not in found:
+                found.append(".".join(chain))
+    return found
+
+
+def _assigned_in(stmt: ast.stmt) -> list[str]:
+    """`self.<attr>` assigned by a statement, or unconditionally inside its `with` blocks."""
+    if isinstance(stmt, (ast.With, ast.AsyncWith)):
+        return [attr for inner in stmt.body for attr in _assigned_in(inner)]
+    return _self_targets(stmt)
+
+
+def _self_targets(stmt: ast.stmt) -> list[str]:
+    targets = stmt.targets if isinstance(stmt, ast.Assign) else (
+        [stmt.target] if isinstance(stmt, ast.AnnAssign) else []
+    )
+    return [
+        t.attr
+        for t in targets
+        if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"
+    ]

@@ -1,0 +1,133 @@
+"""What a method assigns to `self`: producers (`self.make_empty_intermediate_tensors = ...`) and
+submodules (`self.model = LlamaModel(...)`), with the configuration guard of each."""
+
+from __future__ import annotations
+
+import ast
+
+from ..facts import ClassFacts, Guard, Producer, Submodule
+from .syntax import ATTR, DYNAMIC_BUILDERS, FACTORY, Function, blocks, condition, const_str, dotted
+from .traffic import FunctionAnalyzer
+
+
+class MemberWalker:
+    """Finds producers and submodules in one method, adding them to the class's `facts`.
+
+    Follows `if`/`else` (a configuration test becomes the guard of what is assigned under it),
+    loops, `with` and `try`. Local variables assigned a construction (`model = Cls(...)`) go to
+    `ClassFacts.locals_`, so `self.model = model` and calls through the local resolve.
+    """
+
+    def __init__(self, facts: ClassFacts, fn: Function) -> None:
+        self.facts = facts
+        self.fn = fn
+        self.nested = {  # functions defined in the method: a producer may be one of these closures
+            n.name: n for n in fn.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+        }
+
+    def walk(self, body: list[ast.stmt], guard: Guard) -> None:
+        for stmt in body:
+            if isinstance(stmt, ast.If):
+                cond = condition(stmt.test)
+                self.walk(stmt.body, guard + ((cond,) if cond else ()))
+                negated = ((cond[0], not cond[1]),) if cond else ()
+                self.walk(stmt.orelse, guard + negated)
+            elif isinstance(stmt, (ast.With, ast.For, ast.While, ast.Try)):
+                for block in blocks(stmt):
+                    self.walk(block, guard)
+            elif isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
+                self._assign(stmt, guard)
+
+    def _assign(self, stmt: ast.Assign | ast.AnnAssign, guard: Guard) -> None:
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+        for target in targets:
+            if isinstance(target, ast.Name):
+                sub = _submodule(target.id, stmt.value, stmt.lineno)
+                if sub:
+                    self.facts.locals_.setdefault(target.id, []).append(sub)
+                continue
+            if not (isinstance(target, ast.Attribute) and dotted(target.value) == ("self",)):
+                continue
+            if target.attr == ATTR:
+                self.facts.producers.append(self._producer(stmt, guard))
+            elif target.attr.startswith("make_empty") and target.attr != ATTR:
+                self.facts.misspelled_producer.append(
+                    Producer("unknown", stmt.lineno, stmt.col_offset, attr=target.attr)
+                )
+            else:
+                sub = _submodule(target.attr, stmt.value, stmt.lineno)
+                if sub is None and isinstance(stmt, ast.AnnAssign):
+                    sub = _annotated(target.attr, stmt.annotation, stmt.lineno)
+                if sub is None and isinstance(stmt.value, ast.Name):
+                    for local in self.facts.locals_.get(stmt.value.id, []):
+                        sub = Submodule(target.attr, local.ctor, stmt.lineno, local.dynamic)
+                if sub:
+                    self.facts.submodules.setdefault(target.attr, []).append(sub)
+
+    def _producer(self, stmt: ast.Assign | ast.AnnAssign, guard: Guard) -> Producer:
+        value = stmt.value
+        where = dict(line=stmt.lineno, column=stmt.col_offset, guard=guard, scope=self.fn.name)
+        if isinstance(value, ast.Call) and (dotted(value.func) or ("",))[-1] == FACTORY:
+            keys_node = value.args[0] if value.args else next(
+                (k.value for k in value.keywords if k.arg in ("keys", "tensor_names")), None
+            )
+            keys = None
+            if isinstance(keys_node, (ast.List, ast.Tuple)) and all(
+                isinstance(e, ast.Constant) and isinstance(e.value, str) for e in keys_node.elts
+            ):
+                keys = tuple(e.value for e in keys_node.elts)
+            return Producer(
+                "factory",
+                keys=keys,
+                list_line=getattr(keys_node, "lineno", 0),
+                list_column=getattr(keys_node, "col_offset", 0),
+                **where,
+            )
+        chain = dotted(value) if isinstance(value, ast.Attribute) else None
+        if chain and chain[-1] == ATTR and len(chain) > 1:
+            return Producer("delegate", target=chain[:-1], **where)
+        if chain and chain[0] == "self" and len(chain) == 2:
+            return Producer("method", method=chain[1], **where)
+        if isinstance(value, ast.Name) and value.id in self.nested:
+            name = f"{self.fn.name}.<locals>.{value.id}"
+            self.facts.methods[name] = FunctionAnalyzer(self.nested[value.id], producer=True).run()
+            return Producer("method", method=name, **where)
+        return Producer("unknown", **where)
+
+
+def _submodule(attr: str, value: ast.expr, line: int) -> Submodule | None:
+    """`self.<attr> = Cls(...)`; built by a method or a class held by the instance
+    (`self._init_model(...)`, `self.model_cls(...)`), it is dynamic."""
+    if not isinstance(value, ast.Call):
+        return None
+    chain = dotted(value.func)
+    if chain is not None and chain[0] == "self" and len(chain) == 2:
+        return Submodule(attr, ".".join(chain), line, dynamic=True)
+    if chain is None or chain[0] == "self":
+        return None
+    name = ".".join(chain)
+    if chain[-1] not in DYNAMIC_BUILDERS:
+        return Submodule(attr, name, line, dynamic=False)
+    archs = next((k.value for k in value.keywords if k.arg == "architectures"), None)
+    named = archs.elts if isinstance(archs, (ast.List, ast.Tuple)) else []
+    arch = const_str(named[0]) if len(named) == 1 else None
+    return Submodule(attr, name, line, dynamic=True, arch=arch or "")
+
+
+def _annotated(attr: str, annotation: ast.expr, line: int) -> Submodule | None:
+    """`self.x: Decoder | None = None`: the declared class (`Decoder`), when there is one."""
+    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+        try:
+            annotation = ast.parse(annotation.value, mode="eval").body
+        except SyntaxError:
+            return None
+    if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+        sides = [annotation.left, annotation.right]
+        named = [n for n in sides if not (isinstance(n, ast.Constant) and n.value is None)]
+        annotation = named[0] if len(named) == 1 else annotation
+    elif isinstance(annotation, ast.Subscript) and (dotted(annotation.value) or ("",))[-1] == "Optional":
+        annotation = annotation.slice
+    chain = dotted(annotation) if isinstance(annotation, (ast.Name, ast.Attribute)) else None
+    if chain is None or chain[0] == "self":
+        return None
+    return Submodule(attr, ".".join(chain), line, dynamic=False)

@@ -1,0 +1,71 @@
+"""The vLLM names the analysis looks for, and small `ast` helpers every fact module shares."""
+
+from __future__ import annotations
+
+import ast
+
+ATTR = "make_empty_intermediate_tensors"
+FACTORY = "make_empty_intermediate_tensors_factory"
+IT = "intermediate_tensors"
+IT_CLASS = "IntermediateTensors"
+DYNAMIC_BUILDERS = {"init_vllm_registered_model", "initialize_model", "build_model", "_init_model", "init_model"}
+RANK_WORDS = ("is_first_rank", "is_last_rank", "get_pp_group", "pp_group", IT, "pp_rank", "pp_size",
+              "start_layer", "end_layer")  # a rank's layer range (make_layers) is per rank, not configuration
+AUX_PACKERS = {"pack_local_aux_hidden_states"}
+AUX_COLLECTORS = {"collect_remote_aux_hidden_states"}
+AUX_PATTERN = "aux_hidden_states_*"
+
+Function = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+def dotted(node: ast.AST) -> tuple[str, ...] | None:
+    """`self.model.forward` -> ("self", "model", "forward"); `super().forward` -> ("super", "forward")."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "super":
+        parts.append("super")
+    else:
+        return None
+    return tuple(reversed(parts))
+
+
+def base_name(node: ast.expr) -> str:
+    """A base class as written, without its subscript: `nn.Module`, `Generic[T]` -> "Generic"."""
+    if isinstance(node, ast.Subscript):
+        node = node.value
+    chain = dotted(node)
+    return ".".join(chain) if chain else ast.unparse(node)
+
+
+def condition(test: ast.expr) -> tuple[str, bool] | None:
+    """A configuration condition as (normalized source, polarity); None for rank/runtime tests."""
+    polarity = True
+    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test, polarity = test.operand, not polarity
+    source = ast.unparse(test)
+    if any(word in source for word in RANK_WORDS):
+        return None
+    if "self." in source or "config" in source:
+        return (source, polarity)
+    return None
+
+
+def always_exits(body: list[ast.stmt]) -> bool:
+    return bool(body) and isinstance(body[-1], (ast.Return, ast.Raise))
+
+
+def blocks(stmt: ast.stmt) -> list[list[ast.stmt]]:
+    """The statement lists nested in a compound statement (`for`, `while`, `with`, `try`)."""
+    if isinstance(stmt, ast.Try):
+        return [stmt.body, stmt.orelse, stmt.finalbody, *[h.body for h in stmt.handlers]]
+    return [stmt.body, getattr(stmt, "orelse", [])]
+
+
+def const_str(node: ast.expr | None) -> str | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    return None
