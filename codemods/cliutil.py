@@ -58,6 +58,7 @@ def render(
         return json.dumps(sarif.document(shown, verbose, fixes, rows), indent=2)
     if fmt == "github":
         out = github_report.render(report, verbose, mode)
+        github_report.write_step_summary(report, mode)
     elif mode == "fix":
         out = text_report.render_fix(report, verbose)
     else:

@@ -1,4 +1,4 @@
-"""action.yml and the example sweep workflow: valid against SchemaStore's schemas (vendored by
+"""action.yml and the example workflows (sweep, code scanning): valid against SchemaStore's schemas (vendored by
 check-jsonschema; actionlint too where it is on PATH), consistent with the CLI, and the action's run
 step doing what each mode says when bash runs it the way a runner does."""
 
@@ -23,6 +23,7 @@ from tests.conftest import ROOT
 
 ACTION = ROOT / "action.yml"
 WORKFLOW = ROOT / "examples" / "workflows" / "contractfix-sweep.yml"
+SCANNING = ROOT / "examples" / "workflows" / "contractfix-code-scanning.yml"
 COMMANDS = typer.main.get_command(app).commands
 EXPRESSION = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
 
@@ -40,7 +41,10 @@ def parse(command: str, args: list[str]):
     return COMMANDS[command].make_context(command, list(args))
 
 
-@pytest.mark.parametrize(("path", "schema"), [(ACTION, "vendor.github-actions"), (WORKFLOW, "vendor.github-workflows")])
+@pytest.mark.parametrize(
+    ("path", "schema"),
+    [(ACTION, "vendor.github-actions"), (WORKFLOW, "vendor.github-workflows"), (SCANNING, "vendor.github-workflows")],
+)
 def test_yaml_matches_the_schemastore_schema(path: Path, schema: str) -> None:
     command = [sys.executable, "-m", "check_jsonschema", "--builtin-schema", schema, str(path)]
     result = subprocess.run(command, capture_output=True, text=True)
@@ -48,9 +52,22 @@ def test_yaml_matches_the_schemastore_schema(path: Path, schema: str) -> None:
 
 
 @pytest.mark.skipif(shutil.which("actionlint") is None, reason="actionlint is not on PATH")
-def test_actionlint_accepts_the_workflow() -> None:
-    result = subprocess.run(["actionlint", "-no-color", str(WORKFLOW)], capture_output=True, text=True)
+@pytest.mark.parametrize("path", [WORKFLOW, SCANNING])
+def test_actionlint_accepts_the_workflow(path: Path) -> None:
+    result = subprocess.run(["actionlint", "-no-color", str(path)], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_code_scanning_uploads_the_sarif_file_even_when_the_check_fails() -> None:
+    """The check exits 1 on findings; a step without `always()` would be skipped and upload nothing."""
+    steps = {s.get("name"): s for s in load(SCANNING)["jobs"]["check"]["steps"]}
+    program, *args, redirect, sarif_file = shlex.split(steps["Check"]["run"])
+    assert (program, redirect) == ("contractfix", ">")
+    assert parse("check", args).params["format"] == "sarif"
+    upload = steps["Upload SARIF"]
+    assert upload["uses"].startswith("github/codeql-action/upload-sarif@") and upload["with"]["sarif_file"] == sarif_file
+    assert upload["if"].startswith("always()")
+    assert load(SCANNING)["permissions"]["security-events"] == "write"
 
 
 def test_inputs_are_declared_used_and_passed_through_the_environment() -> None:

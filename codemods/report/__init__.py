@@ -14,3 +14,11 @@ def relative(path: Path | str, cwd: Path | None = None) -> str:
         return absolute.relative_to(cwd).as_posix()
     except ValueError:
         return absolute.as_posix()
+
+
+def repository_root(start: Path | None = None) -> Path:
+    """The nearest directory from `start` (default: the current one) up that holds `.git` (a
+    directory, or a file in worktrees and submodules), else `start`. GitHub resolves annotation
+    and SARIF paths against the repository root, wherever in it contractfix ran."""
+    start = (start or Path.cwd()).resolve()
+    return next((d for d in (start, *start.parents) if (d / ".git").exists()), start)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from pathlib import Path
 from urllib.parse import quote
 
@@ -10,12 +11,14 @@ from .. import __version__
 from ..findings import Finding, Report
 from ..rules import ALL, Rule
 from ..rules.docs import explain_text
-from . import relative
+from . import relative, repository_root
 from .replacements import Replacement, per_finding
 
 VERSION = "2.1.0"
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 SRCROOT = "%SRCROOT%"
+# Each rule's helpUri is its section here (pyproject.toml's Documentation URL).
+README = "https://github.com/contractfix/contractfix/blob/main/README.md"
 
 
 def document(
@@ -25,12 +28,14 @@ def document(
     statistics: list[dict] | None = None,
 ) -> dict:
     """One run of contractfix. Each finding that `preview` (an in-memory `fix` run) fixed carries
-    that fix as replacements; `verbose` adds the unverified notes as `note` results."""
+    that fix as replacements; `verbose` adds the unverified notes as `note` results. URIs are
+    relative to the repository root (%SRCROOT%), so code scanning maps them from any subfolder."""
+    root = repository_root()
     fixes = per_finding(preview) if preview else {}
     order = {code: i for i, code in enumerate(ALL)}
-    results = [_result(f, order, "error", fixes.get(f, [])) for f in report.findings]
+    results = [_result(f, order, "error", fixes.get(f, []), root) for f in report.findings]
     if verbose:
-        results += [_result(f, order, "note", []) for f in report.notes]
+        results += [_result(f, order, "note", [], root) for f in report.notes]
     run = {
         "tool": {
             "driver": {
@@ -40,7 +45,7 @@ def document(
                 "rules": [_rule(r) for r in ALL.values()],
             }
         },
-        "originalUriBaseIds": {SRCROOT: {"uri": Path.cwd().resolve().as_uri() + "/"}},
+        "originalUriBaseIds": {SRCROOT: {"uri": root.as_uri() + "/"}},
         "columnKind": "unicodeCodePoints",
         "invocations": [
             {
@@ -49,7 +54,7 @@ def document(
                     {
                         "level": "error",
                         "message": {"text": e.message},
-                        "locations": [{"physicalLocation": {"artifactLocation": _artifact(e.path)}}],
+                        "locations": [{"physicalLocation": {"artifactLocation": _artifact(e.path, root)}}],
                     }
                     for e in report.errors
                 ],
@@ -69,12 +74,19 @@ def _rule(rule: Rule) -> dict:
         "shortDescription": {"text": rule.summary},
         "fullDescription": {"text": rule.rationale},
         "help": {"text": explain_text(rule)},
+        "helpUri": help_uri(rule),
         "defaultConfiguration": {"level": "error"},
         "properties": {"fix": rule.fix_label, "tags": ["pipeline-parallel", "vllm"]},
     }
 
 
-def _result(f: Finding, order: dict[str, int], level: str, changes: list) -> dict:
+def help_uri(rule: Rule) -> str:
+    """The rule's README section: GitHub's anchor of `### PP001 `name` (fix: safe)`."""
+    heading = f"{rule.code} {rule.name} fix {rule.fix_label}".lower()
+    return f"{README}#{re.sub(r'[^a-z0-9_ -]', '', heading).replace(' ', '-')}"
+
+
+def _result(f: Finding, order: dict[str, int], level: str, changes: list, root: Path) -> dict:
     result = {
         "ruleId": f.rule,
         "ruleIndex": order[f.rule],
@@ -83,7 +95,7 @@ def _result(f: Finding, order: dict[str, int], level: str, changes: list) -> dic
         "locations": [
             {
                 "physicalLocation": {
-                    "artifactLocation": _artifact(f.path),
+                    "artifactLocation": _artifact(f.path, root),
                     "region": {"startLine": f.line, "startColumn": f.column + 1},
                 },
                 "logicalLocations": [{"name": f.cls, "kind": "type"}],
@@ -94,13 +106,13 @@ def _result(f: Finding, order: dict[str, int], level: str, changes: list) -> dic
                 "id": i,
                 "message": {"text": f"{e.role}: {e.text}" if e.role else e.text},
                 "physicalLocation": {
-                    "artifactLocation": _artifact(e.path),
+                    "artifactLocation": _artifact(e.path, root),
                     "region": {"startLine": e.line, "snippet": {"text": e.text}},
                 },
             }
             for i, e in enumerate(f.evidence)
         ],
-        "partialFingerprints": {"contractfix/v1": _fingerprint(f)},
+        "partialFingerprints": {"contractfix/v1": _fingerprint(f, root)},
         "properties": {"class": f.cls, "keys": list(f.keys)},
     }
     if f.fix:
@@ -110,7 +122,7 @@ def _result(f: Finding, order: dict[str, int], level: str, changes: list) -> dic
             {
                 "description": {"text": f"{f.fix.description} ({f.fix.applicability.value} fix)"},
                 "artifactChanges": [
-                    {"artifactLocation": _artifact(path), "replacements": [replacement(r) for r in found]}
+                    {"artifactLocation": _artifact(path, root), "replacements": [replacement(r) for r in found]}
                     for path, found in changes
                 ],
             }
@@ -126,14 +138,14 @@ def replacement(r: Replacement) -> dict:
     return out
 
 
-def _artifact(path: Path) -> dict:
-    shown = relative(path)
+def _artifact(path: Path, root: Path) -> dict:
+    shown = relative(path, root)
     if shown.startswith("/"):
         return {"uri": Path(shown).as_uri()}
     return {"uri": quote(shown), "uriBaseId": SRCROOT}
 
 
-def _fingerprint(f: Finding) -> str:
-    """Stable across line moves: the rule, the file, the class and the keys."""
-    text = "\0".join([f.rule, relative(f.path), f.cls, *f.keys])
+def _fingerprint(f: Finding, root: Path) -> str:
+    """Stable across line moves and the directory run from: the rule, the file, the class and the keys."""
+    text = "\0".join([f.rule, relative(f.path, root), f.cls, *f.keys])
     return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:32]
