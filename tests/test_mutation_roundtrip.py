@@ -1,8 +1,9 @@
 """Mutation round-trip on real vLLM model files: inject one violation, `fix`, and require the result
 to equal, byte for byte, what `fix` makes of the unmutated file.
 
-Needs a vLLM source tree: a cached wheel under ~/.cache/contractfix/whl (0.33.0 preferred; unpacked
-here into a temp dir) or an installed `vllm` package. By default a spread sample of mutants per kind
+Needs a vLLM source tree: the wheel `contractfix smoke --setup` (the README's test set-up) keeps under
+<cache>/whl (~/.cache/contractfix by default; 0.33.0 preferred; unpacked here into a temp dir) or an
+installed `vllm` package. By default a spread sample of mutants per kind
 runs; the long profile (CONTRACTFIX_HYPOTHESIS_PROFILE=long) runs every one. Each kind prints its
 restored fraction; below 100% fails for the first three kinds. `delete_delegation` (PP004) runs
 with unsafe fixes (delegating to a dynamically built submodule is unsafe) and only reports.
@@ -24,11 +25,12 @@ import pytest
 from contractfix import engine
 from contractfix.config import Options
 from contractfix.registry import REGISTRY, load_registry
+from contractfix.smoke.venv import cache_dir
 from tests.mutations import KINDS, declares_pp, is_delegation, mutants
 
 pytestmark = pytest.mark.vllm_src
 
-WHEELS = Path.home() / ".cache" / "contractfix" / "whl"
+WHEELS = cache_dir() / "whl"
 PREFERRED = "0.33.0"
 STRICT = ("drop_last_key", "drop_none_default", "add_unsent_key")
 SAMPLE = 6
@@ -54,7 +56,8 @@ def vllm_tree(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
         return root, wheel.name
     spec = importlib.util.find_spec("vllm")
     if spec is None or not spec.submodule_search_locations:
-        pytest.skip(f"no vLLM source tree: no wheel under {WHEELS} and no installed vllm package")
+        pytest.skip(f"no vLLM source tree: no wheel under {WHEELS} (`contractfix smoke --setup` fetches one) "
+                    "and no installed vllm package")
     package = Path(next(iter(spec.submodule_search_locations)))
     shutil.copytree(package, root / "vllm", ignore=lambda d, names: [n for n in names if not (n.endswith(".py") or Path(d, n).is_dir())])
     return root, f"installed vllm at {package}"

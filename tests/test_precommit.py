@@ -1,12 +1,14 @@
 """The pre-commit hooks: the manifest and the documented config validate, each hook's entry works on
 the files pre-commit passes (bases and registry still resolved from the whole repo), and
-`pre-commit try-repo` installs and runs them offline (pip pointed at the installed packages)."""
+`pre-commit try-repo` installs and runs them offline (pip pointed at the installed packages), from a
+virtual environment or not."""
 
 from __future__ import annotations
 
 import os
 import shlex
 import shutil
+import site
 import subprocess
 import sys
 from pathlib import Path
@@ -152,14 +154,24 @@ def test_fix_hook_fixes_only_the_files_passed(repo: Path) -> None:
     assert hook("contractfix", repo, [f"{MODELS}/owl.py"]).returncode == 0
 
 
+def sees_these_packages(folder: Path) -> str:
+    """A PYTHONPATH under which any Python also sees this one's site-packages, after its own: the
+    hook's virtualenv then has contractfix's dependencies without an index, and runs the contractfix
+    pip installed in it. (Its system site-packages would not do: from a virtual environment, that
+    is the base interpreter's, without the dependencies.)"""
+    dirs = [*site.getsitepackages(), *([site.getusersitepackages()] if site.ENABLE_USER_SITE else [])]
+    folder.mkdir()
+    (folder / "sitecustomize.py").write_text(f"import site\n\nfor d in {dirs!r}:\n    site.addsitedir(d)\n", "utf-8")
+    return str(folder)
+
+
 def test_try_repo_installs_and_runs_the_hooks_offline(repo: Path, tmp_path: Path) -> None:
     env = {
         **os.environ,
         "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home"),
-        # The hook's virtualenv sees the packages installed here and pip never asks an index.
-        "VIRTUALENV_SYSTEM_SITE_PACKAGES": "1",
+        "PYTHONPATH": sees_these_packages(tmp_path / "outer-site"),
         "PIP_NO_INDEX": "1",
-        "PIP_NO_BUILD_ISOLATION": "0",
+        "PIP_NO_BUILD_ISOLATION": "0",  # pip reads it inverted: no build isolation (setuptools from here)
     }
 
     command = [sys.executable, "-m", "pre_commit", "try-repo", str(ROOT), "--files", f"{MODELS}/derived_lm.py", f"{MODELS}/owl.py"]

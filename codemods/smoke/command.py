@@ -34,7 +34,7 @@ def main(
             result = setup(echo=echo_err)
             state = "reused" if result.cached else "created"
             echo_err(f"smoke environment {state}: {result.env.root} ({_versions(result.versions)}, "
-                     f"{result.duration_s:.1f}s)")
+                     f"{result.duration_s:.1f}s); vLLM wheel: {result.wheel}")
             if not paths and not arch:
                 return EXIT_OK
         report = run_smoke(paths, tier=tier, arch=arch, python=python, config=config,

@@ -89,8 +89,11 @@ def test_usage_and_setup_errors_exit_2(args: list[str], message: str) -> None:
 
 def test_setup_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CONTRACTFIX_CACHE", str(tmp_path / "cache"))
+    wheel = venv.wheel_dir() / "vllm-0.33.0-cp38-abi3-manylinux_2_28_x86_64.whl"
+    wheel.parent.mkdir(parents=True)
+    wheel.write_text("")
 
-    def fake_build(env: venv.ManagedEnv, echo) -> dict[str, str]:
+    def fake_build(env: venv.ManagedEnv, wheel: Path, echo) -> dict[str, str]:
         env.python.parent.mkdir(parents=True)
         env.python.write_text("")
         return {"vllm": "0.33.0"}
@@ -100,6 +103,7 @@ def test_setup_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     second = runner.invoke(app, ["smoke", "--setup"])
     assert (first.exit_code, second.exit_code) == (0, 0)
     assert "smoke environment created" in first.output and "smoke environment reused" in second.output
+    assert f"vLLM wheel: {wheel}" in second.output
 
 
 def test_config_must_name_its_architectures(tmp_path: Path) -> None:
