@@ -40,10 +40,13 @@ def run(argv: list[str | Path], cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run([str(a) for a in argv], cwd=cwd, env=clean_env(), capture_output=True, text=True, timeout=300)
 
 
+SOURCES = ("pyproject.toml", "README.md", "cli.py", "codemods/")
+
+
 def source_files() -> list[str]:
-    """The files of a clone of this checkout (tracked, and new ones not ignored)."""
-    listed = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-                            check=True, capture_output=True, text=True).stdout
+    """The files of a clone of this checkout (tracked, and new ones not ignored) the build reads."""
+    listed = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--",
+                             *SOURCES], check=True, capture_output=True, text=True).stdout
     return sorted({f for f in listed.split("\0") if f and (ROOT / f).exists()})
 
 
