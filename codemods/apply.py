@@ -9,13 +9,17 @@ import glob
 import os
 import stat
 import tempfile
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import libcst as cst
+from libcst.metadata import PositionProvider
 
-from .findings import Edit, Finding
+from .edits import Edit
+from .findings import Finding
 from .fixes import TRANSFORMERS
+from .fixes.base import EditTransformer
 
 TEMP_SUFFIX = ".contractfix"
 
@@ -26,31 +30,40 @@ class FixError(Exception):
 
 @dataclass(frozen=True)
 class Rewrite:
+    """A file's bytes before and after its edits, and the original line spans each edit changed."""
+
     before: bytes
     after: bytes
     spans: tuple[tuple[int, int], ...]
+    edit_spans: dict[Edit, tuple[tuple[int, int], ...]] = field(default_factory=dict)
+    edit_imports: dict[Edit, frozenset[tuple[str, str]]] = field(default_factory=dict)
 
 
-def rewrite(source: bytes, edits: list[Edit]) -> Rewrite:
-    """Apply `edits` bottom-up, so that each edit's line numbers still hold when it runs."""
+def rewrite(source: bytes, edits: Sequence[Edit]) -> Rewrite:
+    """Apply every edit of a file in one pass over its tree: each transformer locates its nodes
+    by their positions in `source`, so edits never shift one another."""
     try:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError as error:
         raise FixError(f"libcst cannot parse the file: {error.message}") from None
     except (SyntaxError, UnicodeError, RecursionError) as error:
         raise FixError(f"libcst cannot parse the file: {error}") from None
-    spans: list[tuple[int, int]] = []
-    imports: set[tuple[str, str]] = set()
+    groups: dict[type[Edit], list[Edit]] = {}
+    for edit in edits:
+        groups.setdefault(type(edit), []).append(edit)
+    parts = [TRANSFORMERS[kind](group) for kind, group in groups.items()]
+    module = cst.MetadataWrapper(module).visit(_Together(parts))
+    applied = {edit for part in parts for edit in part.applied}
     for edit in sorted(edits, key=lambda e: (e.line, e.column), reverse=True):
-        transformer = TRANSFORMERS[edit.kind]([edit])
-        module = cst.MetadataWrapper(module).visit(transformer)
-        if edit not in transformer.applied:
-            raise FixError(f"could not locate the code to edit at line {edit.line} ({edit.kind})")
-        spans.extend(transformer.spans)
-        imports |= transformer.imports
-    for kind in sorted({e.kind for e in edits}):
-        module, touched = TRANSFORMERS[kind].finish(module)
-        spans.extend(touched)
+        if edit not in applied:
+            raise FixError(f"could not locate the code to edit at line {edit.line} ({type(edit).__name__})")
+    edit_spans = {e: list(spans) for part in parts for e, spans in part.spans.items()}
+    for part in sorted(parts, key=lambda p: type(p).__name__):
+        module, touched = type(part).finish(module)
+        for edit in part.applied:
+            edit_spans[edit].extend(touched)
+    edit_imports = {e: frozenset(names) for part in parts for e, names in part.imports.items()}
+    imports = set().union(*edit_imports.values())
     if imports:
         from libcst.codemod import CodemodContext
         from libcst.codemod.visitors import AddImportsVisitor
@@ -59,7 +72,32 @@ def rewrite(source: bytes, edits: list[Edit]) -> Rewrite:
         for module_name, name in sorted(imports):
             AddImportsVisitor.add_needed_import(context, module_name, name)
         module = AddImportsVisitor(context).transform_module(module)
-    return Rewrite(source, module.bytes, tuple(spans))
+    spans = tuple(span for e in sorted(edit_spans, key=lambda e: (e.line, e.column), reverse=True) for span in edit_spans[e])
+    return Rewrite(source, module.bytes, spans, {e: tuple(s) for e, s in edit_spans.items()}, edit_imports)
+
+
+class _Together(cst.CSTTransformer):
+    """Runs several transformers as one visit: each sees every node, with the positions of the
+    original tree, and each `leave_` gets the node as the previous ones left it."""
+
+    METADATA_DEPENDENCIES = (PositionProvider,)
+
+    def __init__(self, parts: list[EditTransformer]) -> None:
+        super().__init__()
+        self.parts = parts
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, cst.Module):
+            for part in self.parts:
+                part.metadata = self.metadata
+        for part in self.parts:
+            part.on_visit(node)
+        return True
+
+    def on_leave(self, original: cst.CSTNode, updated: cst.CSTNode):
+        for part in self.parts:
+            updated = part.on_leave(original, updated)
+        return updated
 
 
 def verify_syntax(result: Rewrite, path: Path) -> None:

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 
+from .edits import Edit
+
 
 class Applicability(str, Enum):
     """How far a fix can be trusted: `safe` fixes are applied by `fix`, `unsafe` ones on request."""
@@ -25,22 +27,9 @@ class Evidence:
 
 
 @dataclass(frozen=True)
-class Edit:
-    """One fix plan step, applied by the transformer registered for `kind`.
-
-    `line` and `column` locate the node to edit (1-based line, 0-based column, as `ast` reports
-    them); `args` holds what the transformer needs (keys to add, parameter names, ...).
-    """
-
-    kind: str
-    path: Path
-    line: int
-    column: int
-    args: tuple = ()
-
-
-@dataclass(frozen=True)
 class Fix:
+    """What a finding's fix does (`description`) and the edits that do it."""
+
     applicability: Applicability
     description: str
     edits: tuple[Edit, ...]

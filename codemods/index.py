@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from .analysis import analyze_source
 from .cache import FactsCache
@@ -26,6 +27,13 @@ class ClassRef:
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, ClassRef) and self.key == other.key
+
+
+class Method(NamedTuple):
+    """A method as found through the MRO: the class that defines it, and its facts."""
+
+    owner: ClassRef
+    fn: FunctionFacts
 
 
 def import_root(path: Path) -> Path:
@@ -187,12 +195,12 @@ class Index:
             i = min(starts)
         return runs
 
-    def find_method(self, ref: ClassRef, name: str, after: ClassRef | None = None) -> tuple[ClassRef, FunctionFacts] | None:
+    def find_method(self, ref: ClassRef, name: str, after: ClassRef | None = None) -> Method | None:
         chain = self.mro(ref)
         if after is not None and after in chain:
             chain = chain[chain.index(after) + 1 :]
         for node in chain:
             if name in node.cls.method_names:
                 facts = node.cls.methods.get(name)
-                return (node, facts) if facts else None
+                return Method(node, facts) if facts else None
         return None

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .conditions import exclusive
-from .facts import Call, FunctionFacts, Guard, KeyUse, Producer
-from .index import ClassRef, Index
+from .facts import Call, Guard, KeyUse, Producer
+from .index import ClassRef, Index, Method
 
 NOT_MODULES = {"PPMissingLayer", "Identity", "ModuleList", "ModuleDict", "Sequential"}
 
@@ -80,7 +80,7 @@ class Traffic:
 
     sends: Side
     reads: Side
-    forward: tuple[ClassRef, FunctionFacts] | None = None
+    forward: Method | None = None
 
 
 class Resolver:
@@ -244,7 +244,7 @@ class Resolver:
             found = self.index.find_method(ref, target[-1], after=owner)
             if found is None:
                 return None
-            return self.traffic(found[0], target[-1], trail)
+            return self.traffic(found.owner, target[-1], trail)
         if target[0] == "self" and len(target) == 2 and self.is_method(ref, target[1]):
             return self.traffic(ref, target[1], trail)
         method = "forward"

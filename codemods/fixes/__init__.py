@@ -1,7 +1,8 @@
-"""One small libcst transformer per kind of edit."""
+"""One small libcst transformer per kind of edit, registered by the edit's type."""
 
 from __future__ import annotations
 
+from ..edits import Edit
 from .add_factory_keys import AddFactoryKeys
 from .base import EditTransformer
 from .clone_dict_entry import CloneDictEntry
@@ -12,8 +13,8 @@ from .missing_guard import MissingGuard
 from .remove_factory_keys import RemoveFactoryKeys
 from .tensors_access import TensorsAccess
 
-TRANSFORMERS: dict[str, type[EditTransformer]] = {
-    t.kind: t
+TRANSFORMERS: dict[type[Edit], type[EditTransformer]] = {
+    t.edit: t
     for t in (
         AddFactoryKeys, CloneDictEntry, DefaultNone, EarlyReturn, InsertDelegation, MissingGuard,
         RemoveFactoryKeys, TensorsAccess,

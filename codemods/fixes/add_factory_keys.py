@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import libcst as cst
 
-from .base import EditTransformer
+from .. import edits
+from .base import LiteralTransformer
 from .layout import append
 
 
-class AddFactoryKeys(EditTransformer):
-    """Edit args: (existing keys, keys to add)."""
-
-    kind = "add_keys"
+class AddFactoryKeys(LiteralTransformer[edits.AddFactoryKeys]):
+    edit = edits.AddFactoryKeys
 
     def leave_List(self, original: cst.List, updated: cst.List) -> cst.BaseExpression:
         return self._extend(original, updated)
@@ -26,4 +25,4 @@ class AddFactoryKeys(EditTransformer):
         self.touch(original, edit)
         last = updated.elements[-1].value
         quote = last.quote if isinstance(last, cst.SimpleString) else '"'
-        return append(updated, [cst.Element(cst.SimpleString(f"{quote}{k}{quote}")) for k in edit.args[1]])
+        return append(updated, [cst.Element(cst.SimpleString(f"{quote}{k}{quote}")) for k in edit.keys])

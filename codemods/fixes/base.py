@@ -3,26 +3,31 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import ClassVar, Generic, TypeVar
 
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from ..findings import Edit
+from ..edits import Edit, InsertStatement, LiteralEdit
+
+E = TypeVar("E", bound=Edit)
+L = TypeVar("L", bound=LiteralEdit)
+S = TypeVar("S", bound=InsertStatement)
 
 
-class EditTransformer(cst.CSTTransformer):
-    """Applies the edits of one kind to one module; records the original line spans it changed
-    and the `from module import name` imports its new code needs."""
+class EditTransformer(cst.CSTTransformer, Generic[E]):
+    """Applies the edits of one type (`edit`) to one module; records, per edit, the original
+    line spans it changed and the `from module import name` imports its new code needs."""
 
     METADATA_DEPENDENCIES = (PositionProvider,)
-    kind = ""
+    edit: ClassVar[type[Edit]] = Edit
 
-    def __init__(self, edits: list[Edit]) -> None:
+    def __init__(self, edits: Sequence[E]) -> None:
         super().__init__()
-        self.edits = edits
-        self.applied: set[Edit] = set()
-        self.spans: list[tuple[int, int]] = []
-        self.imports: set[tuple[str, str]] = set()
+        self.edits = list(edits)
+        self.applied: set[E] = set()
+        self.spans: dict[E, list[tuple[int, int]]] = {}
+        self.imports: dict[E, set[tuple[str, str]]] = {}
 
     @classmethod
     def finish(cls, module: cst.Module) -> tuple[cst.Module, list[tuple[int, int]]]:
@@ -33,17 +38,22 @@ class EditTransformer(cst.CSTTransformer):
     def start_line(self, node: cst.CSTNode) -> int:
         return self.get_metadata(PositionProvider, node).start.line
 
-    def touch(self, node: cst.CSTNode, edit: Edit) -> None:
+    def touch(self, node: cst.CSTNode, edit: E) -> None:
         position = self.get_metadata(PositionProvider, node)
-        self.spans.append((position.start.line, position.end.line))
+        self.spans.setdefault(edit, []).append((position.start.line, position.end.line))
         self.applied.add(edit)
 
-    def literal_edit(self, node: cst.List | cst.Tuple | cst.Dict) -> Edit | None:
+    def need_import(self, edit: E, module: str, name: str) -> None:
+        self.imports.setdefault(edit, set()).add((module, name))
+
+
+class LiteralTransformer(EditTransformer[L]):
+    def literal_edit(self, node: cst.List | cst.Tuple | cst.Dict) -> L | None:
         """The pending edit for a literal that starts on the edit's line and whose string
-        elements (dict keys) are the edit's first argument."""
+        elements (dict keys) are the edit's `existing`."""
         return next(
             (e for e in self.edits if e not in self.applied and self.start_line(node) == e.line
-             and string_values(node) == tuple(e.args[0])),
+             and string_values(node) == tuple(e.existing)),
             None,
         )
 
@@ -54,17 +64,17 @@ def string_values(node) -> tuple:
     return tuple(v.evaluated_value if isinstance(v, cst.SimpleString) else None for v in items)
 
 
-class InsertAfter(EditTransformer):
-    """Inserts a statement into method `method` of the class named by the edit's first argument,
-    right after the top-level statement of that method that ends on the edit's line."""
+class InsertAfter(EditTransformer[S]):
+    """Inserts a statement into method `method` of the edit's class, right after the top-level
+    statement of that method that ends on the edit's line."""
 
     method = ""
 
-    def __init__(self, edits: list[Edit]) -> None:
+    def __init__(self, edits: Sequence[S]) -> None:
         super().__init__(edits)
         self.classes: list[str] = []
 
-    def statement(self, edit: Edit, column: int) -> str:
+    def statement(self, edit: S, column: int) -> str:
         """The source of the statement to insert (at indentation `column`)."""
         raise NotImplementedError
 
@@ -82,18 +92,19 @@ class InsertAfter(EditTransformer):
     def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef) -> cst.FunctionDef:
         if original.name.value != self.method or not self.classes:
             return updated
-        for edit in self.edits:
-            if edit in self.applied or self.classes[-1] != edit.args[0]:
-                continue
-            for index, stmt in enumerate(original.body.body):
-                position = self.get_metadata(PositionProvider, stmt)
-                if position.end.line != edit.line:
-                    continue
-                body = list(updated.body.body)
-                inserted = cst.parse_statement(self.statement(edit, position.start.column))
-                if self.blank_before(original.body.body, index):
-                    inserted = inserted.with_changes(leading_lines=[cst.EmptyLine(indent=False)])
-                body.insert(index + 1, inserted)
-                self.touch(stmt, edit)
-                return updated.with_changes(body=updated.body.with_changes(body=body))
-        return updated
+        body = list(updated.body.body)
+        inserts = []
+        for index, stmt in enumerate(original.body.body):
+            end = self.get_metadata(PositionProvider, stmt).end.line
+            for edit in self.edits:
+                if edit not in self.applied and self.classes[-1] == edit.cls and end == edit.line:
+                    inserted = cst.parse_statement(self.statement(edit, self.get_metadata(PositionProvider, stmt).start.column))
+                    if self.blank_before(original.body.body, index):
+                        inserted = inserted.with_changes(leading_lines=[cst.EmptyLine(indent=False)])
+                    inserts.append((index, inserted))
+                    self.touch(stmt, edit)
+        if not inserts:
+            return updated
+        for index, inserted in reversed(inserts):
+            body.insert(index + 1, inserted)
+        return updated.with_changes(body=updated.body.with_changes(body=body))

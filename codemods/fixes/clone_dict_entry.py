@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import libcst as cst
 
-from .base import EditTransformer
+from .. import edits
+from .base import LiteralTransformer
 from .layout import append
 
 
-class CloneDictEntry(EditTransformer):
-    """Edit args: (existing keys, keys to add)."""
-
-    kind = "clone_entry"
+class CloneDictEntry(LiteralTransformer[edits.CloneDictEntry]):
+    edit = edits.CloneDictEntry
 
     def leave_Dict(self, original: cst.Dict, updated: cst.Dict) -> cst.BaseExpression:
         edit = self.literal_edit(original)
@@ -22,6 +21,6 @@ class CloneDictEntry(EditTransformer):
         quote = template.key.quote if isinstance(template.key, cst.SimpleString) else '"'
         new = [
             template.with_changes(key=cst.SimpleString(f"{quote}{key}{quote}"), value=template.value.deep_clone())
-            for key in edit.args[1]
+            for key in edit.keys
         ]
         return append(updated, new)

@@ -4,36 +4,34 @@ from __future__ import annotations
 
 import libcst as cst
 
+from .. import edits
 from .base import EditTransformer
 
 
-class DefaultNone(EditTransformer):
-    """Edit args: (function name, parameter names to default, optional style "" | "pipe" | "optional")."""
-
-    kind = "default_none"
+class DefaultNone(EditTransformer[edits.DefaultNone]):
+    edit = edits.DefaultNone
 
     def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef) -> cst.FunctionDef:
         for edit in self.edits:
-            name, params, style = edit.args
-            if edit in self.applied or original.name.value != name:
+            if edit in self.applied or original.name.value != edit.function:
                 continue
             target = _param(original.params, "intermediate_tensors")
             if target is None or self.start_line(target) != edit.line:
                 continue
             self.touch(original.params, edit)
-            return updated.with_changes(params=self._rewrite(updated.params, params, style))
+            return updated.with_changes(params=self._rewrite(updated.params, edit))
         return updated
 
-    def _rewrite(self, params: cst.Parameters, names: tuple[str, ...], style: str) -> cst.Parameters:
+    def _rewrite(self, params: cst.Parameters, edit: edits.DefaultNone) -> cst.Parameters:
         equal = _equal_style(params)
 
         def fix(p: cst.Param) -> cst.Param:
-            if p.name.value not in names or p.default is not None:
+            if p.name.value not in edit.params or p.default is not None:
                 return p
             changes = {"default": cst.Name("None"), "equal": equal(p)}
-            if p.name.value == "intermediate_tensors" and style and p.annotation is not None:
+            if p.name.value == "intermediate_tensors" and edit.style and p.annotation is not None:
                 changes["annotation"] = p.annotation.with_changes(
-                    annotation=self._optional(p.annotation.annotation, style)
+                    annotation=self._optional(p.annotation.annotation, edit)
                 )
             return p.with_changes(**changes)
 
@@ -43,16 +41,16 @@ class DefaultNone(EditTransformer):
             kwonly_params=[fix(p) for p in params.kwonly_params],
         )
 
-    def _optional(self, annotation: cst.BaseExpression, style: str) -> cst.BaseExpression:
+    def _optional(self, annotation: cst.BaseExpression, edit: edits.DefaultNone) -> cst.BaseExpression:
         if isinstance(annotation, cst.SimpleString):
             inner = annotation.evaluated_value
             q = annotation.quote
-            wrapped = f"{inner} | None" if style == "pipe" else f"Optional[{inner}]"
-            if style == "optional":
-                self.imports.add(("typing", "Optional"))
+            wrapped = f"{inner} | None" if edit.style == "pipe" else f"Optional[{inner}]"
+            if edit.style == "optional":
+                self.need_import(edit, "typing", "Optional")
             return cst.SimpleString(f"{q}{wrapped}{q}")
-        if style == "optional":
-            self.imports.add(("typing", "Optional"))
+        if edit.style == "optional":
+            self.need_import(edit, "typing", "Optional")
             return cst.Subscript(
                 value=cst.Name("Optional"),
                 slice=[cst.SubscriptElement(slice=cst.Index(value=annotation))],

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from ..findings import Edit
+from .. import edits
 from .base import InsertAfter
 
 GUARD = "if not get_pp_group().is_last_rank:\n    return {var}\n"
 
 
-class EarlyReturn(InsertAfter):
-    """Edit args: (class name, variable); `line` is the last line of the inner-call statement."""
-
-    kind = "early_return"
+class EarlyReturn(InsertAfter[edits.EarlyReturn]):
+    edit = edits.EarlyReturn
     method = "forward"
 
-    def statement(self, edit: Edit, column: int) -> str:
-        self.imports.add(("vllm.distributed", "get_pp_group"))
-        return GUARD.format(var=edit.args[1])
+    def statement(self, edit: edits.EarlyReturn, column: int) -> str:
+        if edit.import_from:
+            self.need_import(edit, edit.import_from, "get_pp_group")
+        return GUARD.format(var=edit.var)

@@ -7,22 +7,22 @@ from collections.abc import Sequence
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from ..findings import Edit
+from .. import edits
 from .base import InsertAfter
 
 MAX_LINE = 88
 
 
-class InsertDelegation(InsertAfter):
-    """Edit args: (class name, submodule attribute); `line` ends the `__init__` statement to
-    follow: the last that builds a module, if it comes after the submodule's assignment."""
+class InsertDelegation(InsertAfter[edits.InsertDelegation]):
+    """`line` ends the `__init__` statement to follow: the last that builds a module, if it
+    comes after the submodule's assignment."""
 
-    kind = "insert_delegation"
+    edit = edits.InsertDelegation
     method = "__init__"
 
-    def statement(self, edit: Edit, column: int) -> str:
+    def statement(self, edit: edits.InsertDelegation, column: int) -> str:
         """The delegation line, wrapped in parentheses the way vLLM writes it when too long."""
-        target = f"self.{edit.args[1]}.make_empty_intermediate_tensors"
+        target = f"self.{edit.attr}.make_empty_intermediate_tensors"
         line = f"self.make_empty_intermediate_tensors = {target}\n"
         if column + len(line) - 1 <= MAX_LINE:
             return line

@@ -7,6 +7,7 @@ from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor
 from libcst.metadata import PositionProvider
 
+from .. import edits
 from .base import EditTransformer
 
 NAME = "is_pp_missing_parameter"
@@ -16,11 +17,10 @@ SIBLINGS = {"make_layers", "PPMissingLayer", "AutoWeightsLoader", "maybe_prefix"
 GUARD = "if {check}({key}, self):\n    {exit}\n"
 
 
-class MissingGuard(EditTransformer):
-    """Edit args: (key source, "continue" | "return"); `line`/`column` locate the statement that
-    holds the lookup. The name is imported as the file imports its other `models.utils` names."""
+class MissingGuard(EditTransformer[edits.MissingGuard]):
+    """The name is imported as the file imports its other `models.utils` names."""
 
-    kind = "missing_guard"
+    edit = edits.MissingGuard
 
     def leave_IndentedBlock(self, original: cst.IndentedBlock, updated: cst.IndentedBlock) -> cst.IndentedBlock:
         body = list(updated.body)
@@ -31,8 +31,7 @@ class MissingGuard(EditTransformer):
             for edit in self.edits:
                 if edit in self.applied or (edit.line, edit.column) != (start.line, start.column):
                     continue
-                key, exit_ = edit.args
-                guard = cst.parse_statement(GUARD.format(check=NAME, key=key, exit=exit_))
+                guard = cst.parse_statement(GUARD.format(check=NAME, key=edit.key, exit=edit.exit))
                 held = body[index]
                 assert isinstance(held, (cst.SimpleStatementLine, cst.BaseCompoundStatement))
                 guard = guard.with_changes(leading_lines=held.leading_lines)

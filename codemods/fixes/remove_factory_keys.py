@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import libcst as cst
 
-from .base import EditTransformer
+from .. import edits
+from .base import LiteralTransformer
 from .layout import _closer, _set_closer
 
 
-class RemoveFactoryKeys(EditTransformer):
-    """Edit args: (existing keys, keys to remove)."""
-
-    kind = "remove_keys"
+class RemoveFactoryKeys(LiteralTransformer[edits.RemoveFactoryKeys]):
+    edit = edits.RemoveFactoryKeys
 
     def leave_List(self, original: cst.List, updated: cst.List) -> cst.BaseExpression:
         return self._remove(original, updated)
@@ -25,7 +24,7 @@ class RemoveFactoryKeys(EditTransformer):
             return updated
         self.touch(original, edit)
         elements = list(updated.elements)
-        kept = [e for e, value in zip(elements, edit.args[0], strict=False) if value not in edit.args[1]]
+        kept = [e for e, value in zip(elements, edit.existing, strict=False) if value not in edit.keys]
         if kept and kept[-1] is not elements[-1]:
             kept[-1], updated = _new_last(kept[-1], elements[-1].comma, updated)
         if isinstance(updated, cst.Tuple) and len(kept) == 1 and not isinstance(kept[0].comma, cst.Comma):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 from libcst.metadata import PositionProvider
 
+from .. import edits
 from .base import EditTransformer
 
 
@@ -12,15 +13,13 @@ def _tensors(name: cst.Name) -> cst.Attribute:
     return cst.Attribute(value=name, attr=cst.Name("tensors"))
 
 
-class TensorsAccess(EditTransformer):
-    """Edit args: ("get",) for `x.get(...)` or ("in",) for `k in x` / `k not in x`."""
-
-    kind = "tensors_access"
+class TensorsAccess(EditTransformer[edits.TensorsAccess]):
+    edit = edits.TensorsAccess
 
     def _edit(self, node: cst.CSTNode, kind: str):
         position = self.get_metadata(PositionProvider, node).start
         return next(
-            (e for e in self.edits if e not in self.applied and e.args[0] == kind
+            (e for e in self.edits if e not in self.applied and e.access == kind
              and e.line == position.line and e.column == position.column),
             None,
         )

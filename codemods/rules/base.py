@@ -5,9 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..findings import Applicability, Evidence
+from ..facts import Producer
+from ..findings import Applicability, Evidence, Finding, Fix
 from ..index import ClassRef, Index
-from ..resolve import Located, Resolver
+from ..resolve import Branch, Located, Resolver, Traffic
 
 
 def quote_keys(keys) -> str:
@@ -40,6 +41,34 @@ class Rule:
     @property
     def fix_label(self) -> str:
         return self.fix.value if self.fix else "none"
+
+    def finding(
+        self, *, path: Path | str, line: int, column: int, cls: str, message: str, keys: tuple[str, ...] = (),
+        fix: Fix | None = None, evidence: tuple[Evidence, ...] | list[Evidence] = (), note: str = "",
+    ) -> Finding:
+        """A finding of this rule: code and name come from the metadata."""
+        return Finding(
+            rule=self.code, name=self.name, path=Path(path), line=line, column=column, cls=cls, message=message,
+            keys=tuple(keys), fix=fix, evidence=tuple(evidence), note=note,
+        )
+
+
+@dataclass(frozen=True)
+class FactorySite:
+    """A place that defines `make_empty_intermediate_tensors`: the class that owns it and its producer."""
+
+    owner: tuple[str, str]
+    producer: Producer
+
+
+@dataclass(frozen=True)
+class FactoryUser:
+    """A class whose traffic goes through a factory branch, and the keys it lacks or has in excess."""
+
+    ref: ClassRef
+    branch: Branch
+    traffic: Traffic
+    keys: tuple[str, ...]
 
 
 @dataclass

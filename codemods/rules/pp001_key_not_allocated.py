@@ -5,8 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..conditions import missing
-from ..findings import Applicability, Edit, Finding, Fix
-from .base import Context, Rule, guard_text, quote_keys
+from ..edits import AddFactoryKeys, CloneDictEntry
+from ..findings import Applicability, Finding, Fix
+from ..index import ClassRef
+from ..resolve import Branch, Traffic
+from .base import Context, FactorySite, FactoryUser, Rule, guard_text, quote_keys
 
 RULE = Rule(
     code="PP001",
@@ -38,12 +41,12 @@ RULE = Rule(
 
 
 def check(ctx: Context) -> list[Finding]:
-    by_site: dict[tuple, list[tuple]] = {}
+    by_site: dict[FactorySite, list[FactoryUser]] = {}
     findings: list[Finding] = []
     reported: set[tuple] = set()  # one read-only finding per (class, keys), one conditional per (site, keys)
     for ref in ctx.subjects:
         traffic = ctx.resolver.traffic(ref)
-        if traffic.forward is None or traffic.forward[1].param("intermediate_tensors") is None:
+        if traffic.forward is None or traffic.forward.fn.param("intermediate_tensors") is None:
             continue
         alloc = ctx.resolver.allocation(ref)
         if alloc.missing or not alloc.side.complete or not alloc.sites:
@@ -54,28 +57,29 @@ def check(ctx: Context) -> list[Finding]:
             read = missing([traffic.reads], branch.side, branch.guard)
             if sent is None or read is None:
                 continue
-            site = (branch.owner.key, branch.producer)
+            site = FactorySite(branch.owner.key, branch.producer)
             read_only = tuple(k for k in read.always if k not in sent_anywhere)
             if read_only and (branch.owner.key, read_only) not in reported:  # once per class, not per branch
                 reported.add((branch.owner.key, read_only))
                 findings.append(_read_only(ctx, ref, branch, traffic, read_only))
-            by_site.setdefault(site, []).append((ref, branch, traffic, sent.always))
+            by_site.setdefault(site, []).append(FactoryUser(ref, branch, traffic, sent.always))
             for verdict in (sent, read):
-                if verdict.sometimes and (*site, verdict.sometimes) not in reported:
-                    reported.add((*site, verdict.sometimes))
+                if verdict.sometimes and (site, verdict.sometimes) not in reported:
+                    reported.add((site, verdict.sometimes))
                     findings.append(_conditional(ctx, branch, verdict, traffic))
     for users in by_site.values():
-        needs = {keys for *_, keys in users}
-        violating = [u for u in users if u[3]]
+        needs = {u.keys for u in users}
+        violating = [u for u in users if u.keys]
         if len(needs) == 1 and violating:
-            findings.append(_sent(ctx, *violating[0], ""))
+            findings.append(_sent(ctx, violating[0], ""))
         else:
             why = "classes sharing this factory need different keys"
-            findings.extend(_sent(ctx, *u, why) for u in violating)
+            findings.extend(_sent(ctx, u, why) for u in violating)
     return findings
 
 
-def _sent(ctx: Context, ref, branch, traffic, keys, why: str) -> Finding:
+def _sent(ctx: Context, user: FactoryUser, why: str) -> Finding:
+    branch, keys = user.branch, user.keys
     owner, producer = branch.owner, branch.producer
     path = owner.module.path
     line, column = producer.list_line or producer.line, producer.list_column or producer.column
@@ -87,24 +91,24 @@ def _sent(ctx: Context, ref, branch, traffic, keys, why: str) -> Finding:
         fix = clone
     elif not why:
         fix = Fix(
-            Applicability.SAFE,
-            f"add {quoted} to the factory's key list" + _when(branch),
-            (Edit("add_keys", Path(path), line, column, (tuple(producer.keys), keys)),),
+            applicability=Applicability.SAFE,
+            description=f"add {quoted} to the factory's key list" + _when(branch),
+            edits=(AddFactoryKeys(path=Path(path), line=line, column=column, existing=tuple(producer.keys), keys=keys),),
         )
-    return Finding(
-        RULE.code, RULE.name, Path(path), line, column, owner.cls.name if fix else ref.cls.name,
-        f"{quoted} sent to the next rank but not allocated by make_empty_intermediate_tensors"
+    return RULE.finding(
+        path=path, line=line, column=column, cls=owner.cls.name if fix else user.ref.cls.name,
+        message=f"{quoted} sent to the next rank but not allocated by make_empty_intermediate_tensors"
         f"{_when(branch)} (KeyError on non-first ranks)" + (f"; not auto-fixable: {why}" if why else ""),
-        keys=keys, fix=fix, evidence=_evidence(ctx, branch, traffic, keys),
+        keys=keys, fix=fix, evidence=_evidence(ctx, branch, user.traffic, keys),
     )
 
 
-def _when(branch) -> str:
+def _when(branch: Branch) -> str:
     """` when `cfg`` for a factory assigned under a configuration condition."""
     return f" when `{guard_text(branch.guard)}`" if branch.guard else ""
 
 
-def _clone_plan(ctx: Context, branch, keys) -> Fix | None:
+def _clone_plan(ctx: Context, branch: Branch, keys: tuple[str, ...]) -> Fix | None:
     """Unsafe fix for a hand-written producer that returns one dict literal of fixed keys."""
     owner, producer = branch.owner, branch.producer
     if producer.kind != "method" or not branch.own or branch.guard:
@@ -118,14 +122,14 @@ def _clone_plan(ctx: Context, branch, keys) -> Fix | None:
     existing = tuple(u.key for u in fn.allocs)
     quoted = quote_keys(keys)
     return Fix(
-        Applicability.UNSAFE,
-        f"add {quoted} to {producer.method}, each a copy of the `{existing[0]}` entry "
+        applicability=Applicability.UNSAFE,
+        description=f"add {quoted} to {producer.method}, each a copy of the `{existing[0]}` entry "
         "(unsafe: the new buffer may need another shape)",
-        (Edit("clone_entry", Path(owner.module.path), line, column, (existing, keys)),),
+        edits=(CloneDictEntry(path=Path(owner.module.path), line=line, column=column, existing=existing, keys=keys),),
     )
 
 
-def _unfixable(ctx: Context, branch) -> str:
+def _unfixable(ctx: Context, branch: Branch) -> str:
     if not branch.own:
         return "the factory is assigned under configuration conditions that overlap"
     if branch.producer.kind != "factory":
@@ -135,26 +139,26 @@ def _unfixable(ctx: Context, branch) -> str:
     return ""
 
 
-def _read_only(ctx: Context, ref, branch, traffic, keys) -> Finding:
+def _read_only(ctx: Context, ref: ClassRef, branch: Branch, traffic: Traffic, keys: tuple[str, ...]) -> Finding:
     owner, producer = branch.owner, branch.producer
     quoted = quote_keys(keys)
-    return Finding(
-        RULE.code, RULE.name, Path(owner.module.path), producer.list_line or producer.line,
-        producer.list_column or producer.column, ref.cls.name,
-        f"{quoted} read on a non-first rank but neither sent nor allocated; "
+    return RULE.finding(
+        path=owner.module.path, line=producer.list_line or producer.line,
+        column=producer.list_column or producer.column, cls=ref.cls.name,
+        message=f"{quoted} read on a non-first rank but neither sent nor allocated; "
         "no fix: allocating a key that is never sent breaks the newer runner",
         keys=keys, evidence=_evidence(ctx, branch, traffic, keys),
     )
 
 
-def _evidence(ctx: Context, branch, traffic, keys) -> tuple:
+def _evidence(ctx: Context, branch: Branch, traffic: Traffic, keys: tuple[str, ...]) -> tuple:
     evidence = ctx.evidence([u for u in traffic.sends.uses if u.use.key in keys], "sent")
     evidence += ctx.evidence([u for u in traffic.reads.uses if u.use.key in keys], "read")
     evidence += ctx.evidence(branch.side.uses[:1], "allocated")
     return tuple(evidence)
 
 
-def _conditional(ctx: Context, branch, verdict, traffic) -> Finding | None:
+def _conditional(ctx: Context, branch: Branch, verdict, traffic: Traffic) -> Finding:
     keys = verdict.sometimes
     owner, producer = branch.owner, branch.producer
     conditions = " / ".join(verdict.conditions)
@@ -164,14 +168,13 @@ def _conditional(ctx: Context, branch, verdict, traffic) -> Finding | None:
             f"{quote_keys(keys)} not allocated in some configurations of "
             f"`{conditions}`; no fix: the mismatch depends on the configuration"
         )
-        return Finding(
-            RULE.code, RULE.name, Path(owner.module.path), producer.line, producer.column,
-            owner.cls.name, message, keys=keys, evidence=tuple(evidence),
+        return RULE.finding(
+            path=owner.module.path, line=producer.line, column=producer.column,
+            cls=owner.cls.name, message=message, keys=keys, evidence=evidence,
         )
-    return Finding(
-        RULE.code, RULE.name, Path(owner.module.path), producer.line, producer.column,
-        owner.cls.name,
-        f"cannot verify {quote_keys(keys)}: allocated and used under different "
+    return RULE.finding(
+        path=owner.module.path, line=producer.line, column=producer.column, cls=owner.cls.name,
+        message=f"cannot verify {quote_keys(keys)}: allocated and used under different "
         f"conditions (`{conditions}`); left alone",
-        keys=keys, evidence=tuple(evidence), note="cannot-verify",
+        keys=keys, evidence=evidence, note="cannot-verify",
     )

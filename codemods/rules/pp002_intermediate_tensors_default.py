@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from ..edits import DefaultNone
 from ..facts import FunctionFacts, ModuleFacts
-from ..findings import Applicability, Edit, Evidence, Finding, Fix
+from ..findings import Applicability, Evidence, Finding, Fix
 from ..index import ClassRef
 from .base import Context, Rule
 
@@ -46,7 +47,7 @@ def check(ctx: Context) -> list[Finding]:
         found = ctx.index.find_method(ref, "forward")
         if found is None:
             continue
-        owner, fn = found
+        owner, fn = found.owner, found.fn
         param = fn.param("intermediate_tensors")
         if param is None or param.has_default or owner.cls.is_protocol:
             continue
@@ -81,8 +82,8 @@ def _finding(ctx: Context, entry: ClassRef, owner: ClassRef, fn: FunctionFacts) 
         message += f"; not auto-fixable: {why_not}"
     path = owner.module.path
     evidence = (Evidence(Path(path), param.line, ctx.line(path, param.line), "parameter"),)
-    return Finding(
-        RULE.code, RULE.name, Path(path), param.line, param.column, owner.cls.name, message,
+    return RULE.finding(
+        path=path, line=param.line, column=param.column, cls=owner.cls.name, message=message,
         fix=fix, evidence=evidence,
     )
 
@@ -107,10 +108,13 @@ def _plan(ctx: Context, owner: ClassRef, fn: FunctionFacts) -> tuple[Fix | None,
         return None, f"the forward lives in {path}, outside the checked paths"
     extra = f" (and to {', '.join(to_default[1:])})" if len(to_default) > 1 else ""
     optional = f", annotated as optional ({style})" if style else ""
+    edit = DefaultNone(
+        path=Path(path), line=param.line, column=param.column, function=fn.name, params=tuple(to_default), style=style,
+    )
     return Fix(
-        Applicability.SAFE,
-        f"add `= None` to intermediate_tensors{extra}{optional}",
-        (Edit("default_none", Path(path), param.line, param.column, (fn.name, tuple(to_default), style)),),
+        applicability=Applicability.SAFE,
+        description=f"add `= None` to intermediate_tensors{extra}{optional}",
+        edits=(edit,),
     ), ""
 
 

@@ -6,8 +6,9 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 
 from ..conditions import missing
-from ..findings import Applicability, Edit, Finding, Fix
-from .base import Context, Rule, guard_text, quote_keys
+from ..edits import RemoveFactoryKeys
+from ..findings import Applicability, Finding, Fix
+from .base import Context, FactorySite, FactoryUser, Rule, guard_text, quote_keys
 
 RULE = Rule(
     code="PP003",
@@ -36,10 +37,10 @@ RULE = Rule(
 
 
 def check(ctx: Context) -> list[Finding]:
-    by_site: dict[tuple, list] = {}
+    by_site: dict[FactorySite, list[FactoryUser]] = {}
     for ref in ctx.subjects:
         traffic = ctx.resolver.traffic(ref)
-        if traffic.forward is None or traffic.forward[1].param("intermediate_tensors") is None:
+        if traffic.forward is None or traffic.forward.fn.param("intermediate_tensors") is None:
             continue
         if not traffic.sends.uses or not traffic.sends.complete:
             continue
@@ -49,16 +50,19 @@ def check(ctx: Context) -> list[Finding]:
         for branch in alloc.branches():
             verdict = missing([branch.side], traffic.sends, branch.guard)
             if verdict is not None and verdict.always:
-                by_site.setdefault((branch.owner.key, branch.producer), []).append((ref, branch, traffic, verdict.always))
+                by_site.setdefault(FactorySite(branch.owner.key, branch.producer), []).append(
+                    FactoryUser(ref, branch, traffic, verdict.always)
+                )
     findings = []
     for users in by_site.values():
-        agree = len({keys for *_, keys in users}) == 1
-        for ref, branch, traffic, keys in users[:1] if agree else users:
-            findings.append(_finding(ctx, ref, branch, traffic, keys, agree))
+        agree = len({u.keys for u in users}) == 1
+        for user in users[:1] if agree else users:
+            findings.append(_finding(ctx, user, agree))
     return findings
 
 
-def _finding(ctx: Context, ref, branch, traffic, keys, agree: bool) -> Finding:
+def _finding(ctx: Context, user: FactoryUser, agree: bool) -> Finding:
+    branch, traffic, keys = user.branch, user.traffic, user.keys
     owner, producer = branch.owner, branch.producer
     path = owner.module.path
     line, column = producer.list_line or producer.line, producer.list_column or producer.column
@@ -75,15 +79,15 @@ def _finding(ctx: Context, ref, branch, traffic, keys, agree: bool) -> Finding:
     elif not ctx.editable(path):
         why = f"the factory lives in {path}, outside the checked paths"
     fix = None if why else Fix(
-        Applicability.SAFE,
-        f"remove {quoted} from the factory's key list" + when,
-        (Edit("remove_keys", Path(path), line, column, (tuple(producer.keys), keys)),),
+        applicability=Applicability.SAFE,
+        description=f"remove {quoted} from the factory's key list" + when,
+        edits=(RemoveFactoryKeys(path=Path(path), line=line, column=column, existing=tuple(producer.keys), keys=keys),),
     )
     evidence = ctx.evidence([u for u in branch.side.uses if u.use.key in keys], "allocated")
     evidence += ctx.evidence(traffic.sends.uses, "sent")
-    return Finding(
-        RULE.code, RULE.name, Path(path), line, column, owner.cls.name if fix else ref.cls.name,
-        f"{quoted} allocated by make_empty_intermediate_tensors{when} but never sent"
+    return RULE.finding(
+        path=path, line=line, column=column, cls=owner.cls.name if fix else user.ref.cls.name,
+        message=f"{quoted} allocated by make_empty_intermediate_tensors{when} but never sent"
         f"{' then' if when else ''} (KeyError in the newer runner)" + (f"; not auto-fixable: {why}" if why else ""),
-        keys=keys, fix=fix, evidence=tuple(evidence),
+        keys=keys, fix=fix, evidence=evidence,
     )

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..findings import Applicability, Edit, Evidence, Finding, Fix
+from ..edits import InsertDelegation
+from ..findings import Applicability, Evidence, Finding, Fix
 from ..index import ClassRef
 from .base import Context, Rule
 
@@ -68,9 +69,9 @@ def _finding(ctx: Context, ref: ClassRef) -> Finding:
     fix, why = _plan(ctx, ref)
     if why:
         message += f"; not auto-fixable: {why}"
-    return Finding(
-        RULE.code, RULE.name, Path(path), ref.cls.line, ref.cls.column, ref.cls.name, message,
-        fix=fix, evidence=tuple(evidence),
+    return RULE.finding(
+        path=path, line=ref.cls.line, column=ref.cls.column, cls=ref.cls.name, message=message,
+        fix=fix, evidence=evidence,
     )
 
 
@@ -79,7 +80,7 @@ def _plan(ctx: Context, ref: ClassRef) -> tuple[Fix | None, str]:
     if found is None:
         return None, "no forward that takes intermediate_tensors"
     targets = {
-        call.target[1] for call in found[1].calls
+        call.target[1] for call in found.fn.calls
         if not call.relay and len(call.target) >= 2 and call.target[0] == "self" and call.target[1] in _submodules(ctx, ref)
     }
     if len(targets) != 1:
@@ -104,9 +105,9 @@ def _plan(ctx: Context, ref: ClassRef) -> tuple[Fix | None, str]:
         return None, f"{ref.module.path} is outside the checked paths"
     line = max(ref.cls.init_last_build, ref.cls.init_last_assign[attr])
     return Fix(
-        applicability,
-        f"delegate to self.{attr}.make_empty_intermediate_tensors in __init__{note}",
-        (Edit("insert_delegation", Path(ref.module.path), line, 0, (ref.cls.name, attr)),),
+        applicability=applicability,
+        description=f"delegate to self.{attr}.make_empty_intermediate_tensors in __init__{note}",
+        edits=(InsertDelegation(path=Path(ref.module.path), line=line, column=0, cls=ref.cls.name, attr=attr),),
     ), ""
 
 

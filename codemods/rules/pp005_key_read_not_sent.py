@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from ..conditions import missing
 from ..findings import Finding
 from .base import Context, Rule, quote_keys
@@ -54,11 +52,11 @@ def check(ctx: Context) -> list[Finding]:
             continue
         seen.add(where)
         quoted = quote_keys(keys)
-        findings.append(Finding(
-            RULE.code, RULE.name, Path(reads[0].path), reads[0].use.line, 0, ref.cls.name,
-            f"{quoted} read on non-first ranks but never sent by the previous rank; no fix: "
+        findings.append(RULE.finding(
+            path=reads[0].path, line=reads[0].use.line, column=0, cls=ref.cls.name,
+            message=f"{quoted} read on non-first ranks but never sent by the previous rank; no fix: "
             "decide whether the sender or the reader is wrong",
             keys=keys,
-            evidence=tuple(ctx.evidence(reads, "read") + ctx.evidence(traffic.sends.uses, "sent")),
+            evidence=ctx.evidence(reads, "read") + ctx.evidence(traffic.sends.uses, "sent"),
         ))
     return findings

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..findings import Applicability, Edit, Evidence, Finding, Fix
+from ..edits import EarlyReturn
+from ..findings import Applicability, Evidence, Finding, Fix
 from .base import Context, Rule
 
 RULE = Rule(
@@ -48,7 +49,7 @@ def check(ctx: Context) -> list[Finding]:
         found = ctx.index.find_method(ref, "forward")
         if found is None:
             continue
-        owner, fn = found
+        owner, fn = found.owner, found.fn
         altered = next((a for a in fn.altered if _inner_model(ctx, owner, a.target)), None)
         if altered is None or (owner.key, fn.line) in seen:
             continue
@@ -56,14 +57,15 @@ def check(ctx: Context) -> list[Finding]:
         path = owner.module.path
         fix = None
         if altered.var and ctx.editable(path):
+            edit = EarlyReturn(path=Path(path), line=altered.insert_after, column=0, cls=owner.cls.name, var=altered.var)
             fix = Fix(
-                Applicability.UNSAFE,
-                f"return `{altered.var}` unchanged on non-last ranks before it is transformed",
-                (Edit("early_return", Path(path), altered.insert_after, 0, (owner.cls.name, altered.var)),),
+                applicability=Applicability.UNSAFE,
+                description=f"return `{altered.var}` unchanged on non-last ranks before it is transformed",
+                edits=(edit,),
             )
-        findings.append(Finding(
-            RULE.code, RULE.name, Path(path), altered.line, 0, owner.cls.name,
-            "the inner model's output is transformed without returning it unchanged on non-last "
+        findings.append(RULE.finding(
+            path=path, line=altered.line, column=0, cls=owner.cls.name,
+            message="the inner model's output is transformed without returning it unchanged on non-last "
             "ranks (IntermediateTensors there: the wrapper crashes)"
             + ("" if fix else "; not auto-fixable: the inner call is nested in the returned expression"),
             fix=fix,

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..findings import Applicability, Edit, Evidence, Finding, Fix
+from ..edits import TensorsAccess
+from ..findings import Applicability, Evidence, Finding, Fix
 from .base import Context, Rule
 
 RULE = Rule(
@@ -37,14 +38,13 @@ def check(ctx: Context) -> list[Finding]:
                     continue
                 seen.add(where)
                 path = ref.module.path
-                findings.append(Finding(
-                    RULE.code, RULE.name, Path(path), access.line, access.column, ref.cls.name,
-                    f"`{access.text}`: IntermediateTensors has no "
+                edit = TensorsAccess(path=Path(path), line=access.line, column=access.column, access=access.kind)
+                findings.append(RULE.finding(
+                    path=path, line=access.line, column=access.column, cls=ref.cls.name,
+                    message=f"`{access.text}`: IntermediateTensors has no "
                     + ("`get`" if access.kind == "get" else "`__contains__`"),
                     fix=Fix(
-                        Applicability.SAFE,
-                        "go through `.tensors`",
-                        (Edit("tensors_access", Path(path), access.line, access.column, (access.kind,)),),
+                        applicability=Applicability.SAFE, description="go through `.tensors`", edits=(edit,),
                     ) if ctx.editable(path) else None,
                     evidence=(Evidence(Path(path), access.line, ctx.line(path, access.line), "access"),),
                 ))

@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ..findings import Applicability, Edit, Evidence, Finding, Fix
+from ..edits import MissingGuard
+from ..findings import Applicability, Evidence, Finding, Fix
 from ..index import ClassRef
 from ..loading import Loader, Lookup, Split
 from .base import Context, Rule
@@ -200,18 +201,20 @@ def _finding(ctx: Context, ref: ClassRef, owner: ClassRef, loader: Loader, looku
     elif not ctx.editable(path):
         message += f"; not auto-fixable: the loader lives in {path}, outside the checked paths"
     else:
+        edit = MissingGuard(
+            path=Path(path), line=lookup.stmt_line, column=lookup.stmt_column, key=lookup.key, exit=lookup.exit,
+        )
         fix = Fix(
-            Applicability.SAFE,
-            f"skip it first: `if is_pp_missing_parameter({lookup.key}, self): {lookup.exit}`",
-            (Edit("missing_guard", Path(path), lookup.stmt_line, lookup.stmt_column,
-                  (lookup.key, lookup.exit)),),
+            applicability=Applicability.SAFE,
+            description=f"skip it first: `if is_pp_missing_parameter({lookup.key}, self): {lookup.exit}`",
+            edits=(edit,),
         )
     evidence = [Evidence(Path(path), lookup.line, ctx.line(path, lookup.line), "lookup")]
     hp = holder.module.path
     evidence.append(Evidence(Path(hp), split.line, ctx.line(hp, split.line), "split"))
-    return Finding(
-        RULE.code, RULE.name, Path(path), lookup.line, lookup.column, ref.cls.name, message,
-        keys=(f"{loader.name}[{lookup.key}]",), fix=fix, evidence=tuple(evidence),
+    return RULE.finding(
+        path=path, line=lookup.line, column=lookup.column, cls=ref.cls.name, message=message,
+        keys=(f"{loader.name}[{lookup.key}]",), fix=fix, evidence=evidence,
     )
 
 

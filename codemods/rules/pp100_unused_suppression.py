@@ -24,9 +24,9 @@ RULE = Rule(
 def check(unused: list[tuple[str, int, str, str]]) -> list[Finding]:
     """`unused`: (path, line, code, line text) of each suppression that matched no finding."""
     return [
-        Finding(
-            RULE.code, RULE.name, Path(path), line, 0, "",
-            f"unused suppression of {code}: nothing to silence here",
+        RULE.finding(
+            path=path, line=line, column=0, cls="",
+            message=f"unused suppression of {code}: nothing to silence here",
             keys=(code,), evidence=(Evidence(Path(path), line, text, "suppression"),),
         )
         for path, line, code, text in unused

@@ -1,0 +1,95 @@
+"""Fix plan steps: one frozen dataclass per kind of edit, each applied by the transformer that
+`codemods.fixes` registers for its type.
+
+Every edit locates the node it changes by `line` and `column` (1-based line, 0-based column, as
+`ast` reports them); its other fields say what to change there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Edit:
+    path: Path
+    line: int
+    column: int
+
+
+@dataclass(frozen=True)
+class LiteralEdit(Edit):
+    """An edit of the list, tuple or dict literal on `line` whose string elements (dict keys)
+    are `existing` (None for an element that is not a string)."""
+
+    existing: tuple[str | None, ...]
+    keys: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class AddFactoryKeys(LiteralEdit):
+    """Append `keys` to a `make_empty_intermediate_tensors_factory([...])` key list."""
+
+
+@dataclass(frozen=True)
+class RemoveFactoryKeys(LiteralEdit):
+    """Remove `keys` from a `make_empty_intermediate_tensors_factory([...])` key list."""
+
+
+@dataclass(frozen=True)
+class CloneDictEntry(LiteralEdit):
+    """Add `keys` to a hand-written producer's dict literal, each a copy of the first entry's value."""
+
+
+@dataclass(frozen=True)
+class DefaultNone(Edit):
+    """Give `params` of `function` (whose `intermediate_tensors` starts at `line`) a `= None`
+    default; `style` ("", "pipe" or "optional") says how to make its annotation admit None."""
+
+    function: str
+    params: tuple[str, ...]
+    style: str = ""
+
+
+@dataclass(frozen=True)
+class InsertStatement(Edit):
+    """An edit that inserts a statement into a method of class `cls`, right after the top-level
+    statement of that method that ends on `line`."""
+
+    cls: str
+
+
+@dataclass(frozen=True)
+class InsertDelegation(InsertStatement):
+    """`self.make_empty_intermediate_tensors = self.<attr>.make_empty_intermediate_tensors` in `__init__`."""
+
+    attr: str
+
+
+@dataclass(frozen=True)
+class EarlyReturn(InsertStatement):
+    """`if not get_pp_group().is_last_rank: return <var>` in `forward`; `line` ends the inner call.
+
+    `import_from` is the module to import `get_pp_group` from, or "" when the module already
+    binds the name."""
+
+    var: str
+    import_from: str = "vllm.distributed"
+
+
+@dataclass(frozen=True)
+class TensorsAccess(Edit):
+    """Route `x.get(...)` (`access` "get") or `k in x` (`access` "in") through `x.tensors`."""
+
+    access: str
+
+
+@dataclass(frozen=True)
+class MissingGuard(Edit):
+    """`if is_pp_missing_parameter(<key>, self): <exit>` right before the statement that starts
+    at `line` and `column` (the one holding a `params_dict[<key>]` lookup); `exit` is
+    "continue" or "return"."""
+
+    key: str
+    exit: str
