@@ -95,9 +95,11 @@ class _Together(cst.CSTTransformer):
         return True
 
     def on_leave(self, original: cst.CSTNode, updated: cst.CSTNode):
+        result: cst.CSTNode | cst.RemovalSentinel | cst.FlattenSentinel = updated
         for part in self.parts:
-            updated = part.on_leave(original, updated)
-        return updated
+            if isinstance(result, cst.CSTNode):
+                result = part.on_leave(original, result)
+        return result
 
 
 def verify_syntax(result: Rewrite, path: Path) -> None:

@@ -93,7 +93,7 @@ def _sent(ctx: Context, user: FactoryUser, why: str) -> Finding:
         fix = Fix(
             applicability=Applicability.SAFE,
             description=f"add {quoted} to the factory's key list" + _when(branch),
-            edits=(AddFactoryKeys(path=Path(path), line=line, column=column, existing=tuple(producer.keys), keys=keys),),
+            edits=(AddFactoryKeys(path=Path(path), line=line, column=column, existing=producer.keys or (), keys=keys),),
         )
     return RULE.finding(
         path=path, line=line, column=column, cls=owner.cls.name if fix else user.ref.cls.name,

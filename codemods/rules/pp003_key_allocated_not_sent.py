@@ -81,7 +81,7 @@ def _finding(ctx: Context, user: FactoryUser, agree: bool) -> Finding:
     fix = None if why else Fix(
         applicability=Applicability.SAFE,
         description=f"remove {quoted} from the factory's key list" + when,
-        edits=(RemoveFactoryKeys(path=Path(path), line=line, column=column, existing=tuple(producer.keys), keys=keys),),
+        edits=(RemoveFactoryKeys(path=Path(path), line=line, column=column, existing=producer.keys or (), keys=keys),),
     )
     evidence = ctx.evidence([u for u in branch.side.uses if u.use.key in keys], "allocated")
     evidence += ctx.evidence(traffic.sends.uses, "sent")
