@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .auxstates import AuxFacts
 from .loading import LoadingFacts
 
 Guard = tuple[tuple[str, bool], ...]
@@ -153,6 +154,8 @@ class ClassFacts:
     misspelled_producer: list[Producer] = field(default_factory=list)
     loading: LoadingFacts | None = None
     """Weight-loader lookups and layer splits (PP008); None when the class has neither."""
+    aux: AuxFacts | None = None
+    """Its aux-hidden-states-over-PP flag and forward (PP011); None when it has neither."""
 
 
 @dataclass

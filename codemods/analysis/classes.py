@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 
-from .. import loading
+from .. import auxstates, loading
 from ..facts import ClassFacts, Producer
 from .members import MemberWalker
 from .syntax import ATTR, DYNAMIC_BUILDERS, IT, IT_CLASS, Function, base_name, dotted
@@ -41,6 +41,8 @@ class ClassAnalyzer:
                 self.facts.methods[producer.method] = FunctionAnalyzer(defs[producer.method], producer=True).run()
         if loading.wanted(self.lines[self.node.lineno - 1 : self.node.end_lineno]):
             self.facts.loading = loading.loading_facts(self.node, self.lines)
+        if auxstates.wanted(self.lines[self.node.lineno - 1 : self.node.end_lineno]):
+            self.facts.aux = auxstates.aux_facts(self.node)
         return self.facts
 
     def mentions(self, fn: Function) -> bool:

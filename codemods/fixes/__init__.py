@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..edits import Edit
 from .add_factory_keys import AddFactoryKeys
+from .aux_opt_out import AuxOptOut
 from .base import EditTransformer
 from .clone_dict_entry import CloneDictEntry
 from .default_none import DefaultNone
@@ -16,7 +17,7 @@ from .tensors_access import TensorsAccess
 TRANSFORMERS: dict[type[Edit], type[EditTransformer]] = {
     t.edit: t
     for t in (
-        AddFactoryKeys, CloneDictEntry, DefaultNone, EarlyReturn, InsertDelegation, MissingGuard,
+        AddFactoryKeys, AuxOptOut, CloneDictEntry, DefaultNone, EarlyReturn, InsertDelegation, MissingGuard,
         RemoveFactoryKeys, TensorsAccess,
     )
 }

@@ -14,6 +14,7 @@ from . import (
     pp006_nonlast_output_altered,
     pp007_unsupported_access,
     pp008_missing_layer_lookup,
+    pp011_aux_states_not_relayed,
     pp100_unused_suppression,
 )
 from .base import Context, Rule
@@ -27,6 +28,7 @@ MODULES: tuple[ModuleType, ...] = (
     pp006_nonlast_output_altered,
     pp007_unsupported_access,
     pp008_missing_layer_lookup,
+    pp011_aux_states_not_relayed,
 )
 ALL: dict[str, Rule] = {m.RULE.code: m.RULE for m in (*MODULES, pp100_unused_suppression)}
 

@@ -10,6 +10,7 @@ from ..findings import Applicability, Evidence, Finding, Fix
 from ..index import ClassRef
 from ..loading import Loader, Lookup, Split
 from .base import Context, Rule
+from .holders import held_by
 
 RULE = Rule(
     code="PP008",
@@ -77,7 +78,7 @@ def check(ctx: Context) -> list[Finding]:
                 if where in seen:
                     continue
                 sources = _split_sources(ctx, ref, splits, DEPTH)
-                if not sources or not _under_pp(ctx, ref):
+                if not sources or not held_by(ctx, ref, DEPTH, "SupportsPP"):
                     break
                 seen.add(where)
                 findings.append(_finding(ctx, ref, owner, loader, lookup, sources))
@@ -143,36 +144,6 @@ def _split_sources(ctx: Context, ref: ClassRef, memo: dict, depth: int) -> list[
                     found.extend(_split_sources(ctx, sub, memo, depth - 1))
     memo[ref.key] = found
     return found
-
-
-def _under_pp(ctx: Context, ref: ClassRef) -> bool:
-    """Whether a SupportsPP model can hold `ref`: its module defines one (a wrapper may build it
-    through a helper such as `_init_model`, which the index cannot follow), or one that imports
-    its name holds it. vLLM refuses PP>1 for any other model, so its loaders never meet a
-    missing layer."""
-    def supports_pp(holder: ClassRef) -> bool:
-        return "SupportsPP" in ctx.index.base_names(holder)
-
-    if any(supports_pp(ClassRef(ref.module, cls)) for cls in ref.module.classes.values()):
-        return True
-    reached: set[tuple[str, str]] = set()
-    for holder in ctx.subjects:
-        if ref.cls.name in holder.module.imports and supports_pp(holder):
-            _reach(ctx, holder, reached, DEPTH)
-    return ref.key in reached
-
-
-def _reach(ctx: Context, ref: ClassRef, reached: set[tuple[str, str]], depth: int) -> None:
-    if ref.key in reached:
-        return
-    reached.add(ref.key)
-    if depth == 0:
-        return
-    attrs = {attr for node in ctx.index.mro(ref) for attr in node.cls.submodules}
-    for attr in sorted(attrs):
-        classes = ctx.resolver.object_classes(ref, ("self", attr))
-        for sub in classes if isinstance(classes, list) else ():
-            _reach(ctx, sub, reached, depth - 1)
 
 
 def _finding(ctx: Context, ref: ClassRef, owner: ClassRef, loader: Loader, lookup: Lookup,
