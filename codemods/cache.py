@@ -27,7 +27,7 @@ def default_folder() -> Path:
 
 
 PACKAGE = Path(__file__).resolve().parent
-DEPENDENCIES = ("auxstates.py", "facts.py", "loading.py")
+DEPENDENCIES = ("auxstates.py", "facts.py", "loading.py", "rankuse.py")
 """Modules outside `analysis/` that the facts depend on; a test checks this against the imports."""
 
 

@@ -156,6 +156,8 @@ class ClassFacts:
     """Weight-loader lookups and layer splits (PP008); None when the class has neither."""
     aux: AuxFacts | None = None
     """Its aux-hidden-states-over-PP flag and forward (PP011); None when it has neither."""
+    first_rank_tests: tuple[tuple[int, int], ...] = ()
+    """(line, column) of each `is_first_rank` read (PP010)."""
 
 
 @dataclass

@@ -14,6 +14,7 @@ from . import (
     pp006_nonlast_output_altered,
     pp007_unsupported_access,
     pp008_missing_layer_lookup,
+    pp010_draft_rank_predicate,
     pp011_aux_states_not_relayed,
     pp100_unused_suppression,
 )
@@ -28,6 +29,7 @@ MODULES: tuple[ModuleType, ...] = (
     pp006_nonlast_output_altered,
     pp007_unsupported_access,
     pp008_missing_layer_lookup,
+    pp010_draft_rank_predicate,
     pp011_aux_states_not_relayed,
 )
 ALL: dict[str, Rule] = {m.RULE.code: m.RULE for m in (*MODULES, pp100_unused_suppression)}

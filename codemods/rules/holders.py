@@ -26,11 +26,11 @@ def held_by(ctx: Context, ref: ClassRef, depth: int, *interfaces: str, entries: 
     reached: set[tuple[str, str]] = set()
     for holder in candidates:
         if ref.cls.name in holder.module.imports and declares(holder):
-            _reach(ctx, holder, reached, depth)
+            reach(ctx, holder, reached, depth)
     return ref.key in reached
 
 
-def _reach(ctx: Context, ref: ClassRef, reached: set[tuple[str, str]], depth: int) -> None:
+def reach(ctx: Context, ref: ClassRef, reached: set[tuple[str, str]], depth: int) -> None:
     if ref.key in reached:
         return
     reached.add(ref.key)
@@ -40,4 +40,4 @@ def _reach(ctx: Context, ref: ClassRef, reached: set[tuple[str, str]], depth: in
     for attr in sorted(attrs):
         classes = ctx.resolver.object_classes(ref, ("self", attr))
         for sub in classes if isinstance(classes, list) else ():
-            _reach(ctx, sub, reached, depth - 1)
+            reach(ctx, sub, reached, depth - 1)
