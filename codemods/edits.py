@@ -93,3 +93,11 @@ class MissingGuard(Edit):
 
     key: str
     exit: str
+
+
+@dataclass(frozen=True)
+class AuxOptOut(Edit):
+    """`supports_aux_hidden_states_over_pp = False` as the first statement of class `cls` after its
+    docstring (the statement that starts at `line`), followed by a blank line."""
+
+    cls: str

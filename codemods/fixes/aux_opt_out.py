@@ -5,18 +5,17 @@ from __future__ import annotations
 
 import libcst as cst
 
+from .. import edits
 from .base import EditTransformer
 
 FLAG = "supports_aux_hidden_states_over_pp = False\n"
 
 
-class AuxOptOut(EditTransformer):
-    """Edit args: (class name,); `line` is where the class's first statement after the docstring starts."""
-
-    kind = "aux_opt_out"
+class AuxOptOut(EditTransformer[edits.AuxOptOut]):
+    edit = edits.AuxOptOut
 
     def leave_ClassDef(self, original: cst.ClassDef, updated: cst.ClassDef) -> cst.ClassDef:
-        edit = next((e for e in self.edits if e not in self.applied and e.args[0] == original.name.value), None)
+        edit = next((e for e in self.edits if e not in self.applied and e.cls == original.name.value), None)
         if edit is None or not isinstance(updated.body, cst.IndentedBlock):
             return updated
         body = list(updated.body.body)
@@ -29,7 +28,7 @@ class AuxOptOut(EditTransformer):
         body[index] = held.with_changes(leading_lines=[cst.EmptyLine(indent=False)])
         body.insert(index, flag)
         self.touch(original.body.body[index], edit)
-        self.spans.append((edit.line - len(held.leading_lines), edit.line))  # the blank lines it moves
+        self.spans[edit].append((edit.line - len(held.leading_lines), edit.line))  # the blank lines it moves
         return updated.with_changes(body=updated.body.with_changes(body=body))
 
 

@@ -84,10 +84,8 @@ def check(ctx: Context) -> list[Finding]:
 def _finding(ctx: Context, ref: ClassRef, draft: ClassRef, line: int, column: int, message: str,
              role: str) -> Finding:
     path = ref.module.path
-    return Finding(
-        RULE.code, RULE.name, Path(path), line, column, ref.cls.name, message,
-        evidence=(Evidence(Path(path), line, ctx.line(path, line), role),),
-    )
+    return RULE.finding(path=path, line=line, column=column, cls=ref.cls.name, message=message,
+                        evidence=(Evidence(Path(path), line, ctx.line(path, line), role),))
 
 
 def _drafts_run_at_pp_one(ctx: Context) -> bool:

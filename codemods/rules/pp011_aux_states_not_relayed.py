@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..auxstates import FLAG
-from ..findings import Applicability, Edit, Evidence, Finding, Fix
+from ..edits import AuxOptOut
+from ..findings import Applicability, Evidence, Finding, Fix
 from ..index import ClassRef
 from .base import Context, Rule
 from .holders import held_by
@@ -89,8 +90,9 @@ def _finding(ctx: Context, ref: ClassRef, setter: ClassRef) -> Finding:
     )
     fix = None
     if setter != ref and ctx.editable(path):
-        fix = Fix(Applicability.SAFE, f"opt {ref.cls.name} out: `{FLAG} = False`",
-                  (Edit("aux_opt_out", Path(path), aux.body_line, aux.body_column, (ref.cls.name,)),))
+        edit = AuxOptOut(path=Path(path), line=aux.body_line, column=aux.body_column, cls=ref.cls.name)
+        fix = Fix(applicability=Applicability.SAFE, description=f"opt {ref.cls.name} out: `{FLAG} = False`",
+                  edits=(edit,))
     elif setter == ref:
         message += "; not auto-fixable: the class opts in itself (relay the states, or set the flag to False)"
     else:
@@ -100,5 +102,5 @@ def _finding(ctx: Context, ref: ClassRef, setter: ClassRef) -> Finding:
         Evidence(Path(path), aux.forward_line, ctx.line(path, aux.forward_line), "forward"),
         Evidence(Path(sp), setter.cls.aux.flag_line, ctx.line(sp, setter.cls.aux.flag_line), "flag"),
     )
-    return Finding(RULE.code, RULE.name, Path(path), aux.forward_line, aux.forward_column, ref.cls.name,
-                   message, fix=fix, evidence=evidence)
+    return RULE.finding(path=path, line=aux.forward_line, column=aux.forward_column, cls=ref.cls.name,
+                        message=message, fix=fix, evidence=evidence)
