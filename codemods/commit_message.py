@@ -1,7 +1,12 @@
-"""Commit messages of a sweep: a summary line, the fixes by file, what is left, and our trailer."""
+"""Commit messages of a sweep: a summary line, the fixes by file, what is left, and our trailers.
+
+The last trailer records what the sweep wrote: a digest of the commit's tree, its parent and the rest
+of its message. A commit is the sweep's own only while all three still match, so a person's amend
+(even `--no-edit`, which keeps the trailers), reword or rebase makes it theirs."""
 
 from __future__ import annotations
 
+import hashlib
 import re
 import textwrap
 from collections.abc import Iterable
@@ -10,6 +15,7 @@ from . import __version__
 from .findings import Finding
 
 TRAILER = "Generated-by"
+RECORD = "Contractfix-Record"
 TOOL = "contractfix"
 WIDTH = 72
 
@@ -18,10 +24,29 @@ def trailer() -> str:
     return f"{TRAILER}: {TOOL} {__version__}"
 
 
-def is_ours(message: str) -> bool:
-    """Whether a commit message ends with our trailer (in its last paragraph)."""
-    last = message.strip().split("\n\n")[-1]
+def sign(message: str, tree: str, parent: str) -> str:
+    """`message` with the record of the commit the sweep is about to write (tree `tree` on `parent`)."""
+    body = message.rstrip("\n")
+    return f"{body}\n{RECORD}: {_digest(body, tree, parent)}\n"
+
+
+def unsigned(message: str) -> str:
+    """`message` without its record (which changes with the parent's sha, so with the commit time)."""
+    return message.rstrip("\n").rpartition(f"\n{RECORD}: ")[0] or message.rstrip("\n")
+
+
+def is_ours(message: str, tree: str, parent: str | None) -> bool:
+    """Whether the sweep wrote this commit as it is: our trailer, and a record that matches the
+    commit's tree, parent and message."""
+    body, _, record = message.rstrip("\n").rpartition(f"\n{RECORD}: ")
+    if not parent or record != _digest(body, tree, parent):
+        return False
+    last = body.strip().split("\n\n")[-1]
     return any(m.group(1).split()[:1] == [TOOL] for m in re.finditer(rf"^{TRAILER}:\s*(.*)$", last, re.M | re.I))
+
+
+def _digest(body: str, tree: str, parent: str) -> str:
+    return hashlib.sha256(f"tree {tree}\nparent {parent}\n\n{body}".encode()).hexdigest()[:40]
 
 
 def title(fixed: list[Finding]) -> str:

@@ -7,20 +7,15 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import signal
-import tempfile
-import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import git
 
-LOCK_REASON = "contractfix sweep pid "
-TEMP_PREFIX = "contractfix-sweep-"
 NO_HOOKS = "core.hooksPath=" + os.devnull
+KEPT_ENV = {"GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT"}
 
 
 class GitError(Exception):
@@ -173,74 +168,37 @@ def worktrees(repo: git.Repo) -> list[tuple[Path, str | None, str | None]]:
     return out
 
 
-def remove_stale_worktrees(repo: git.Repo) -> list[Path]:
-    """Remove the worktrees left by sweeps whose process is gone (killed runs)."""
-    removed = []
-    for path, _, reason in worktrees(repo):
-        if reason and reason.startswith(LOCK_REASON) and not _alive(reason[len(LOCK_REASON):]):
-            _remove_worktree(repo, path)
-            removed.append(path)
-    return removed
-
-
-def _alive(pid: str) -> bool:
-    try:
-        os.kill(int(pid), 0)
-    except (ValueError, ProcessLookupError):
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _remove_worktree(repo: git.Repo, path: Path) -> None:
-    """Unregister and delete a sweep's worktree, and the temp dir made for it."""
-    repo.git.worktree("unlock", str(path), with_exceptions=False)
-    repo.git.worktree("remove", "--force", str(path), with_exceptions=False)
-    shutil.rmtree(path.parent if path.parent.name.startswith(TEMP_PREFIX) else path, ignore_errors=True)
-    repo.git.worktree("prune")
-
-
 @contextmanager
-def worktree(repo: git.Repo, commit: str) -> Iterator[git.Repo]:
-    """A detached worktree at `commit` in a temp dir, removed on every exit (SIGTERM and Ctrl-C too).
+def own_environment() -> Iterator[None]:
+    """Run git without the repository variables of a caller (GIT_DIR, GIT_INDEX_FILE, GIT_WORK_TREE...).
 
-    Hooks are off in it and LFS files stay pointers: nothing of the repo's own runs here."""
-    path = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX)) / "tree"
-    with _terminate_as_interrupt():
-        try:
-            repo.git(c=NO_HOOKS).worktree(
-                "add", "--detach", "--lock", "--reason", f"{LOCK_REASON}{os.getpid()}", str(path), commit,
-                env={"GIT_LFS_SKIP_SMUDGE": "1"},
-            )
-            tree_repo = git.Repo(path)
-            tree_repo.git.set_persistent_git_options(c=NO_HOOKS)
-            yield tree_repo
-        finally:
-            _remove_worktree(repo, path)
-
-
-@contextmanager
-def _terminate_as_interrupt() -> Iterator[None]:
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def interrupt(signum, frame):
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, interrupt)
+    A git hook exports them for its own repository and index; inherited, they would point the sweep's
+    worktree at the user's index and commit. `-c` options (GIT_CONFIG_PARAMETERS) are kept."""
+    names = set(git.Git().rev_parse("--local-env-vars").split()) - KEPT_ENV
+    saved = {name: os.environ.pop(name) for name in names if name in os.environ}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        os.environ.update(saved)
 
 
-def commit(tree_repo: git.Repo, paths: list[Path], message: str, parent: str, who: Identity) -> str:
-    """Stage `paths` in a worktree and record them as one commit on top of `parent` (no hooks, HEAD unmoved)."""
+def commit(tree_repo: git.Repo, paths: list[Path], sign: Callable[[str], str], parent: str, who: Identity) -> str:
+    """Stage `paths` in a worktree and record them as one commit on top of `parent` (no hooks, HEAD
+    unmoved). `sign(tree)` gives the message for the staged tree. Signed when commit.gpgSign is set,
+    as `git commit` would be (commit-tree ignores that setting)."""
     tree_repo.git.add("--", *(str(p) for p in paths))
     tree = tree_repo.git.write_tree()
-    return tree_repo.git.commit_tree(tree, "-p", parent, "-m", message, env=who.env())
+    signing = ["-S"] if _config_bool(tree_repo, "commit.gpgSign") else []
+    try:
+        return tree_repo.git.commit_tree(tree, "-p", parent, *signing, "-m", sign(tree), env=who.env())
+    except git.GitCommandError as error:
+        if signing:
+            raise GitError(f"cannot sign the commit (commit.gpgSign is set): {error_text(error)}") from None
+        raise
+
+
+def _config_bool(repo: git.Repo, key: str) -> bool:
+    return repo.git.config("--type=bool", "--get", key, with_exceptions=False).strip() == "true"
 
 
 def tree_of(repo: git.Repo, sha: str) -> str:
@@ -252,7 +210,9 @@ def set_branch(repo: git.Repo, name: str, new: str, old: str | None) -> None:
     try:
         repo.git.update_ref("-m", "contractfix sweep", f"refs/heads/{name}", new, old or "")
     except git.GitCommandError as error:
-        raise GitError(f"branch {name!r} changed during the sweep; re-run ({_stderr(error)})") from None
+        if branch_tip(repo, name) != old:
+            raise GitError(f"branch {name!r} changed during the sweep; re-run ({error_text(error)})") from None
+        raise GitError(f"cannot update branch {name!r}: {error_text(error)}") from None
 
 
 def remote_location(repo: git.Repo, remote: str) -> str:
@@ -262,12 +222,34 @@ def remote_location(repo: git.Repo, remote: str) -> str:
     return str(Path(remote).resolve())
 
 
+def remote_url(repo: git.Repo, remote: str) -> str:
+    """The push URL of a configured remote as written in the configuration (before any insteadOf
+    rewriting: it names the hosted repository); `remote` itself for a URL or a path."""
+    if remote in {r.name for r in repo.remotes}:
+        return _config(repo, f"remote.{remote}.pushurl") or _config(repo, f"remote.{remote}.url") or remote
+    return remote
+
+
+def remote_of(repo: git.Repo, ref: str) -> str | None:
+    """The remote behind `ref`: a remote-tracking branch's, or the one a local branch tracks."""
+    full = repo.git.rev_parse("--symbolic-full-name", ref, with_exceptions=False).strip()
+    if full.startswith("refs/remotes/"):
+        return full.split("/")[2]
+    if full.startswith("refs/heads/"):
+        return _config(repo, f"branch.{full.removeprefix('refs/heads/')}.remote") or None
+    return None
+
+
+def has_commit(repo: git.Repo, sha: str) -> bool:
+    return bool(repo.git.rev_parse("--verify", "--quiet", f"{sha}^{{commit}}", with_exceptions=False))
+
+
 def remote_tip(repo: git.Repo, remote: str, name: str) -> str | None:
     """What `remote` (a remote name, URL or path) holds for branch `name`."""
     try:
         out = repo.git.ls_remote("--end-of-options", remote, f"refs/heads/{name}")
     except git.GitCommandError as error:
-        raise GitError(f"cannot read remote {remote!r}: {_stderr(error)}") from None
+        raise GitError(f"cannot read remote {remote!r}: {error_text(error)}") from None
     return out.split()[0] if out.strip() else None
 
 
@@ -276,16 +258,18 @@ def fetch(repo: git.Repo, remote: str, name: str) -> None:
     try:
         repo.git.fetch("--no-tags", "--end-of-options", remote, f"refs/heads/{name}")
     except git.GitCommandError as error:
-        raise GitError(f"cannot fetch {name!r} from {remote!r}: {_stderr(error)}") from None
+        raise GitError(f"cannot fetch {name!r} from {remote!r}: {error_text(error)}") from None
 
 
 def push(repo: git.Repo, remote: str, name: str, expect: str | None) -> None:
-    """Push branch `name`, with a lease: the remote must still hold `expect` (None: no such branch)."""
+    """Push branch `name` and nothing else (no tags, whatever push.followTags says), with a lease:
+    the remote must still hold `expect` (None: no such branch)."""
     ref = f"refs/heads/{name}"
+    lease = f"--force-with-lease={ref}:{expect or ''}"
     try:
-        repo.git.push(f"--force-with-lease={ref}:{expect or ''}", "--end-of-options", remote, f"{ref}:{ref}")
+        repo.git.push("--no-follow-tags", lease, "--end-of-options", remote, f"{ref}:{ref}")
     except git.GitCommandError as error:
-        raise GitError(f"push of {name!r} to {remote!r} refused: {_stderr(error)}") from None
+        raise GitError(f"push of {name!r} to {remote!r} refused: {error_text(error)}") from None
 
 
 def diff(repo: git.Repo, old: str, new: str, *options: str) -> str:
@@ -303,13 +287,14 @@ def default_branch_base(repo: git.Repo) -> str:
 
 def changed_files(repo: git.Repo, base: str) -> list[Path]:
     """Python files added, copied, modified or renamed since `base`, committed or not, plus untracked ones."""
-    names = repo.git.diff("--name-only", "--no-renames", "--diff-filter=ACMR", base, "--", "*.py").splitlines()
-    names += repo.git.ls_files("--others", "--exclude-standard", "--", "*.py").splitlines()
+    diff = repo.git.diff("-z", "--name-only", "--no-renames", "--diff-filter=ACMR", base, "--", "*.py")
+    names = diff.split("\0") + repo.git.ls_files("-z", "--others", "--exclude-standard", "--", "*.py").split("\0")
     root = Path(repo.working_tree_dir).resolve()
-    return sorted({root / n for n in names if (root / n).is_file()})
+    return sorted({root / n for n in names if n and (root / n).is_file()})
 
 
-def _stderr(error: git.GitCommandError) -> str:
+def error_text(error: git.GitCommandError) -> str:
+    """Git's own complaint, on one line."""
     text = (error.stderr or "").strip().removeprefix("stderr:").strip().strip("'").strip()
     return " ".join(text.split()) or str(error)
 

@@ -7,12 +7,14 @@ made in a temporary worktree at the base commit, and only the branch ref (and th
 from __future__ import annotations
 
 import os
+import re
+import shlex
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import git as gitpython
 
-from . import commit_message, config, engine, gh, git, prbody
+from . import commit_message, config, engine, gh, git, prbody, sweeptree
 from .findings import FileError, Finding, Report
 from .report import json as json_report
 from .smoke import SmokeReport, Tier, run_smoke
@@ -38,13 +40,18 @@ class SweepRequest:
     force: bool = False
     smoke: str | None = None
     overrides: dict = field(default_factory=dict)
+    dry_run: bool = False
+    pr_repo: str | None = None
+    draft: bool = False
+    labels: tuple[str, ...] = ()
 
 
 @dataclass
 class SweepResult:
     """What a sweep did. Paths are relative to the repo root; `status` is one of
-    "nothing to do", "created", "updated", "unchanged". `pushed`: the remote's branch is at
-    `commit` (`push_updated`: this run moved it there)."""
+    "nothing to do", "created", "updated", "unchanged", "dry run" (`plan` says what a real run would
+    do), "error" (`error` says why; the other fields hold what was done before it). `pushed`: the
+    remote's branch is at `commit` (`push_updated`: this run moved it there)."""
 
     branch: str
     base: str
@@ -63,10 +70,14 @@ class SweepResult:
     diffstat: str = ""
     smoke: SmokeReport | None = None
     notes: list[str] = field(default_factory=list)
+    plan: list[str] = field(default_factory=list)
+    error: str | None = None
 
     @property
     def exit_code(self) -> int:
-        """1 when some file could not be analysed or fixed, or the smoke run failed; else 0."""
+        """2 on a failure, 1 when some file could not be analysed or fixed, or the smoke run failed; else 0."""
+        if self.error is not None:
+            return 2
         return 1 if self.errors or self.smoke and not self.smoke.ok else 0
 
     def to_json(self) -> dict:
@@ -86,11 +97,18 @@ class SweepResult:
             "pr": self.pr or None,
             "smoke": self.smoke.to_json() if self.smoke else None,
             "notes": self.notes,
+            "plan": self.plan,
+            "error": self.error,
         }
 
     def summary(self) -> str:
         lines = [f"note: {n}" for n in self.notes]
         lines += [f"{e.path.as_posix()}: error: {e.message}" for e in self.errors]
+        if self.plan:
+            files = f"{len(self.files)} file(s): {', '.join(self.files)}" if self.files else "no file"
+            lines += [f"dry run, nothing changed; would fix {files}", *(f"  {step}" for step in self.plan)]
+            lines.append(f"{len(self.fixed)} to fix, {len(self.unfixed)} left for review, {len(self.errors)} error(s)")
+            return "\n".join(lines)
         if self.commit is None:
             lines.append(f"nothing to do on {self.base[:12]}: no fixable finding")
         else:
@@ -117,59 +135,142 @@ class _Built:
     unfixed: list[Finding] = field(default_factory=list)
 
 
-def sweep(request: SweepRequest) -> SweepResult:
+def sweep(request: SweepRequest, result: SweepResult | None = None) -> SweepResult:
     """Run the whole job. Raises ValueError (a bad request), `git.GitError`, `gh.GhError` and the
-    smoke's `SetupError` / `UsageError`: each a message for the user, to exit 2 with."""
+    smoke's `SetupError` / `UsageError`: each a message for the user, to exit 2 with. `result`, when
+    given, is filled in as the sweep goes, so that a caller holds what was done before a failure.
+    Git runs without the caller's repository variables (a hook's GIT_INDEX_FILE, GIT_DIR...)."""
+    check_request(request)
+    result = result if result is not None else SweepResult(request.branch, request.base)
+    with git.own_environment():
+        _sweep(request, result)
+    return result
+
+
+def check_request(request: SweepRequest) -> None:
+    """Refuse a bad request before anything is read or changed."""
     if request.commit_per not in COMMIT_PER:
         raise ValueError(f"--commit-per must be one of {', '.join(COMMIT_PER)}")
+    if request.push is not None and not request.push.strip():
+        raise ValueError("--push needs a remote (a name, URL or path), not an empty string")
     if request.open_pr and not request.push:
         raise ValueError("--open-pr needs --push REMOTE: the PR's branch must be on GitHub first")
+    if (request.draft or request.labels or request.pr_repo) and not request.open_pr:
+        raise ValueError("--draft, --label and --pr-repo need --open-pr")
+    if request.pr_repo is not None and not re.fullmatch(r"[\w.-]+/[\w.-]+", request.pr_repo):
+        raise ValueError(f"--pr-repo must look like OWNER/NAME, not {request.pr_repo!r}")
+    if request.pr_body is not None:
+        _check_pr_body(request.pr_body)
     if request.smoke:
         Tier.parse(request.smoke)
+
+
+def _check_pr_body(path: Path) -> None:
+    if not str(path) or path.is_dir():
+        raise ValueError(f"--pr-body {str(path)!r} is a folder; give a file name")
+    if not path.parent.is_dir():
+        raise ValueError(f"--pr-body {path}: folder {path.parent} does not exist")
+
+
+def _sweep(request: SweepRequest, result: SweepResult) -> None:
     repo = git.open_repo(request.repo)
     if request.push:
         request = replace(request, push=git.remote_location(repo, request.push))
-    base = git.resolve(repo, request.base)
+    result.base = base = git.resolve(repo, request.base)
     git.check_branch_name(repo, request.branch)
-    result = SweepResult(request.branch, base)
-    result.notes += [f"removed the stale worktree {p}" for p in git.remove_stale_worktrees(repo)]
+    if not request.dry_run:
+        result.notes += [f"removed the stale worktree {p}" for p in sweeptree.remove_stale(repo)]
     if git.is_dirty(repo):
         result.notes.append(f"{repo.working_tree_dir} has uncommitted or untracked files; the sweep sees commit {base[:12]} only")
     local = git.branch_tip(repo, request.branch)
     _check_owner(repo, base, local, request, f"branch {request.branch!r}")
     who = git.identity(repo, request.author)
-    with git.worktree(repo, base) as tree:
+    with sweeptree.worktree(repo, base) as tree:
         top = Path(tree.working_tree_dir)
+        if request.dry_run:
+            _plan(repo, tree, top, base, local, request, result)
+            return
         remote = _remote_tip(tree, base, request)
         built = _build(tree, top, base, config.load(top, **request.overrides), request.commit_per, who)
         _record(result, built, top)
         if not built.commits:
             if local:
                 result.notes.append(f"branch {request.branch!r} left as it was")
-            return result
+            return
         new = git.commits_between(tree, base, built.commits[-1])
         kept = next((tip for tip in (local, remote) if tip and _same(tree, base, tip, new)), None)
         result.commit = kept or built.commits[-1]
         result.commits = [c.sha for c in git.commits_between(tree, base, result.commit)]
-        result.status = "unchanged" if kept else "updated" if local or remote else "created"
         if request.smoke:
             result.smoke = run_smoke([top / f for f in result.files], tier=request.smoke, base=base)
+        _describe(repo, tree, request, result)
         if result.commit != local:
             git.set_branch(repo, request.branch, result.commit, local)
-        _describe(repo, tree, request, result)
+        result.status = "unchanged" if kept else "updated" if local or remote else "created"
         if result.smoke and not result.smoke.ok:
             result.notes.append("the smoke run failed: not pushed, no PR opened")
-            return result
+            return
         if request.push:
             result.push_updated = remote != result.commit
             if result.push_updated:
                 git.push(tree, request.push, request.branch, remote)
             result.pushed = True
     if request.open_pr:
-        title = commit_message.title(result.fixed)
-        target = git.branch_of(repo, request.base)
-        result.pr = gh.open_pr(Path(repo.working_tree_dir), request.branch, target, title, result.pr_body)
-    return result
+        result.pr = gh.open_pr(Path(repo.working_tree_dir), _pull_request(repo, request, result))
+
+
+def _pull_request(repo: gitpython.Repo, request: SweepRequest, result: SweepResult) -> gh.PullRequest:
+    """The PR to open: into the repository of the base's remote (else the pushed-to one, or
+    --pr-repo), from the branch on the pushed-to repository (a fork, when they differ)."""
+    assert request.push and result.pr_body
+    head_repo = gh.repository(git.remote_url(repo, request.push))
+    base_remote = git.remote_of(repo, request.base)
+    target = request.pr_repo or (base_remote and gh.repository(git.remote_url(repo, base_remote))) or head_repo
+    return gh.PullRequest(
+        branch=request.branch,
+        base=git.branch_of(repo, request.base),
+        title=commit_message.title(result.fixed),
+        body_file=result.pr_body,
+        repo=target,
+        head_repo=head_repo,
+        draft=request.draft,
+        labels=request.labels,
+    )
+
+
+def _plan(
+    repo: gitpython.Repo, tree: gitpython.Repo, top: Path, base: str, local: str | None,
+    request: SweepRequest, result: SweepResult,
+) -> None:
+    """What a real run would do, found by a fix run that writes nothing; refs, remote and checkout untouched."""
+    result.status = "dry run"
+    report = engine.fix([top], config.load(top, **request.overrides), write=False)
+    _record(result, _Built(report=report, unfixed=report.remaining), top)
+    plan = result.plan
+    plan.append(f"base: {base} ({request.base})")
+    if not report.changes:
+        plan.append(f"branch {request.branch}: nothing to fix, left as it is")
+        return
+    per = "one commit" if request.commit_per == "run" else "one commit per rule"
+    state = f"update it (now at {local[:12]})" if local else "create it"
+    plan.append(f"branch {request.branch}: {state} with {per} on the base, unless it already holds these fixes")
+    if request.pr_body:
+        plan.append(f"PR body: write to {request.pr_body}")
+    if request.push:
+        tip = git.remote_tip(tree, request.push, request.branch)
+        where = f"now at {tip[:12]}" if tip else "absent there"
+        plan.append(f"push: refs/heads/{request.branch} to {request.push} ({where}), with a lease, no tags")
+        if tip and git.has_commit(tree, tip):
+            _check_owner(tree, base, tip, request, f"{request.push} branch {request.branch!r}")
+        elif tip:
+            plan.append("push: the remote branch's commits will be checked for other people's work first")
+    if request.open_pr:
+        body = request.pr_body or Path(repo.git_dir) / "contractfix" / "PR_BODY.md"
+        result.pr_body = body
+        pr = _pull_request(repo, request, result)
+        plan.append(f"PR: edit the open PR from {pr.head} in {pr.repo or 'the current repository'}, or run: "
+                    f"{shlex.join(pr.create_command())}")
+        result.pr_body = None
 
 
 def _record(result: SweepResult, built: _Built, top: Path) -> None:
@@ -181,7 +282,8 @@ def _record(result: SweepResult, built: _Built, top: Path) -> None:
 
 
 def _describe(repo: gitpython.Repo, tree: gitpython.Repo, request: SweepRequest, result: SweepResult) -> None:
-    """The diff stat and the PR body (written to --pr-body, or to the git dir for --open-pr)."""
+    """The diff stat and the PR body (written to --pr-body, or to the git dir for --open-pr), before
+    the branch moves, so that a body that cannot be written changes nothing."""
     result.diffstat = git.diff(tree, result.base, result.commit, "--stat")
     smoke = prbody.Smoke(result.smoke.ok, result.smoke.summary()) if result.smoke else None
     result.pr_text = prbody.render(result.fixed, result.unfixed, result.base, fix_args(request.overrides), smoke)
@@ -190,19 +292,22 @@ def _describe(repo: gitpython.Repo, tree: gitpython.Repo, request: SweepRequest,
         result.pr_body = Path(repo.git_dir) / "contractfix" / "PR_BODY.md"
         result.pr_body.parent.mkdir(exist_ok=True)
     if result.pr_body is not None:
-        result.pr_body.write_text(result.pr_text, encoding="utf-8")
+        try:
+            result.pr_body.write_text(result.pr_text, encoding="utf-8")
+        except OSError as error:
+            raise ValueError(f"cannot write the PR body to {result.pr_body}: {error.strerror or error}") from None
 
 
 def _check_owner(repo: gitpython.Repo, base: str, tip: str | None, request: SweepRequest, where: str) -> None:
     """Refuse to replace commits someone else made on the branch, unless --force."""
     if tip is None or request.force:
         return
-    foreign = [c for c in git.commits_between(repo, base, tip) if not commit_message.is_ours(c.message)]
+    foreign = [c for c in git.commits_between(repo, base, tip) if not commit_message.is_ours(c.message, c.tree, c.parent)]
     if foreign:
         shown = "\n".join(f"  {c.sha[:12]} {c.author}: {c.summary}" for c in foreign[:10])
         more = f"\n  ... and {len(foreign) - 10} more" if len(foreign) > 10 else ""
         raise git.GitError(
-            f"{where} has commits not made by contractfix; refusing to replace them "
+            f"{where} has commits not made by contractfix, or changed since it made them; refusing to replace them "
             f"(--force to replace anyway, or --branch NAME to use another branch):\n{shown}{more}"
         )
 
@@ -245,17 +350,19 @@ def _commit(tree: gitpython.Repo, built: _Built, report: Report, parent: str, wh
     fixed = [_relative(f, top) for f in report.fixed]
     left = [_relative(f, top) for f in report.remaining]
     message = commit_message.message(fixed, left)
-    built.commits.append(git.commit(tree, [c.path for c in report.changes], message, parent, who))
+    sign = lambda written: commit_message.sign(message, written, parent)  # noqa: E731
+    built.commits.append(git.commit(tree, [c.path for c in report.changes], sign, parent, who))
 
 
 def _same(repo: gitpython.Repo, base: str, tip: str, new: list[git.CommitInfo]) -> bool:
-    """Whether `tip` already holds exactly the commits just built (same trees, same messages, same base)."""
+    """Whether `tip` already holds exactly the commits just built (same trees, same messages, same
+    base). Records are left out: they hold the parents' shas, which differ by their commit times."""
     old = git.commits_between(repo, base, tip)
     return bool(old) and old[0].parent == base and _shape(old) == _shape(new)
 
 
 def _shape(commits: list[git.CommitInfo]) -> list[tuple[str, str]]:
-    return [(c.tree, c.message.strip()) for c in commits]
+    return [(c.tree, commit_message.unsigned(c.message).strip()) for c in commits]
 
 
 def fix_args(overrides: dict) -> list[str]:
@@ -274,7 +381,9 @@ def fix_args(overrides: dict) -> list[str]:
 
 
 def _path(path: Path, top: Path) -> Path:
-    return Path(os.path.relpath(Path(path).resolve(), top.resolve()))
+    """`path` relative to `top`; a symbolic link keeps its own name (only its folder is resolved)."""
+    path = Path(path).absolute()
+    return Path(os.path.relpath(path.parent.resolve() / path.name, top.resolve()))
 
 
 def _relative(finding: Finding, top: Path) -> Finding:

@@ -118,15 +118,36 @@ def test_branch_of(repo, tmp_path):
     assert git.branch_of(repo, repo.head.commit.hexsha) is None
 
 
+TREE, PARENT = "a" * 40, "b" * 40
+SIGNED = commit_message.sign(f"Fix\n\nbody\n\n{commit_message.trailer()}\n", TREE, PARENT)
+
+
 @pytest.mark.parametrize(
-    "message, ours",
+    "message, tree, parent, ours",
     [
-        (f"Fix\n\nbody\n\n{commit_message.trailer()}\n", True),
-        ("Fix\n\nGenerated-by: contractfix 9.9\nSigned-off-by: A <a@b>\n", True),
-        ("Fix\n\nGenerated-by: someone-else 1.0\n", False),
-        ("Fix\n\nGenerated-by: contractfix 0.1\n\nlater paragraph\n", False),
-        ("Fix by hand\n", False),
+        (SIGNED, TREE, PARENT, True),
+        (SIGNED, "c" * 40, PARENT, False),
+        (SIGNED, TREE, "c" * 40, False),
+        (SIGNED, TREE, None, False),
+        (SIGNED.replace("body", "reworded"), TREE, PARENT, False),
+        (SIGNED + "Signed-off-by: A <a@b>\n", TREE, PARENT, False),
+        (f"Fix\n\n{commit_message.trailer()}\n", TREE, PARENT, False),
+        (commit_message.sign("Fix\n\nGenerated-by: someone-else 1.0\n", TREE, PARENT), TREE, PARENT, False),
+        (commit_message.sign("Fix by hand\n", TREE, PARENT), TREE, PARENT, False),
     ],
 )
-def test_is_ours(message, ours):
-    assert commit_message.is_ours(message) is ours
+def test_is_ours_needs_the_record_of_tree_parent_and_message(message, tree, parent, ours):
+    assert commit_message.is_ours(message, tree, parent) is ours
+
+
+@pytest.mark.parametrize("name", ["modèle.py", 'qu"ote.py', "new\nline.py", "tab\there.py"])
+def test_changed_files_with_names_git_would_quote(repo, name):
+    base = repo.head.commit.hexsha
+    root = Path(repo.working_tree_dir)
+    folder = root / "vllm/model_executor/models"
+    (folder / f"committed_{name}").write_text("x = 1\n")
+    repo.git.add("--", f"vllm/model_executor/models/committed_{name}")
+    repo.git.commit("-m", "odd name", env=HUMAN.env())
+    (folder / f"untracked_{name}").write_text("x = 2\n")
+    got = {p.name for p in git.changed_files(repo, base)}
+    assert got == {f"committed_{name}", f"untracked_{name}"}

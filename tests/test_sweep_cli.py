@@ -22,17 +22,24 @@ pytestmark = pytest.mark.usefixtures("git_env")
 FAKE_GH = """#!{python}
 import json, os, sys
 args = sys.argv[1:]
-body = args[args.index("--body-file") + 1] if "--body-file" in args else None
+def value(flag):
+    return args[args.index(flag) + 1] if flag in args else None
+body = value("--body-file")
 with open(os.environ["GH_LOG"], "a") as log:
     log.write(json.dumps({{"args": args, "cwd": os.getcwd(), "body": open(body).read() if body else None}}) + "\\n")
 state = os.environ["GH_LOG"] + ".open"
+prs = json.load(open(state)) if os.path.exists(state) else []
 if args[:2] == ["pr", "list"]:
-    print(open(state).read() if os.path.exists(state) else "")
+    found = [p for p in prs if p["head"] == value("--head")]
+    print(json.dumps([{{"number": p["number"], "headRepositoryOwner": {{"login": p["owner"]}},
+                       "isCrossRepository": p["cross"]}} for p in found]))
 elif args[:2] == ["pr", "create"]:
-    open(state, "w").write("7")
-    print("https://github.example/o/r/pull/7")
+    owner, _, head = value("--head").rpartition(":")
+    prs.append({{"number": 7 + len(prs), "head": head, "owner": owner or "o", "cross": bool(owner)}})
+    json.dump(prs, open(state, "w"))
+    print(f"https://github.example/o/r/pull/{{prs[-1]['number']}}")
 elif args[:2] == ["pr", "edit"]:
-    print("https://github.example/o/r/pull/7")
+    print(f"https://github.example/o/r/pull/{{args[2]}}")
 else:
     sys.exit(3)
 """
