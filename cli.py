@@ -164,34 +164,54 @@ def sweep(
     exclude: Exclude = None,
     pp002_scope: ScopeOpt = None,
     format: FormatOpt = Format.text,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan (base, branch, files, fixes, push, PR) and change nothing.")] = False,
+    pr_repo: Annotated[str | None, typer.Option("--pr-repo", metavar="OWNER/NAME", help="With --open-pr: the repository to open the PR in (default: the base's remote, else the pushed-to one).")] = None,
+    draft: Annotated[bool, typer.Option("--draft", help="With --open-pr: create the PR as a draft.")] = False,
+    label: Annotated[list[str] | None, typer.Option("--label", help="With --open-pr: a label for the PR (repeatable).")] = None,
 ) -> None:
     """Fix a commit in a temporary worktree and commit the result on a branch; optionally push and open a PR.
     Your checkout is left as it is. Exit 0: done (or nothing to do); 1: done, but some file could not be
-    analysed or fixed, or the smoke run failed (then nothing is pushed); 2: refused or failed (see the error)."""
-    overrides = dict(
-        select=cliutil.codes(select),
-        ignore=cliutil.codes(ignore),
-        exclude=tuple(exclude or ()),
-        pp002_scope=pp002_scope.value if pp002_scope else None,
-        unsafe_fixes=unsafe_fixes,
-    )
-    request = sweep_mod.SweepRequest(
-        repo=repo or Path("."),
-        base=base,
-        branch=branch,
-        commit_per=commit_per.value,
-        author=author,
-        push=push,
-        pr_body=pr_body,
-        open_pr=open_pr,
-        force=force,
-        smoke=smoke,
-        overrides=overrides,
-    )
-    with _user_errors():
-        result = sweep_mod.sweep(request)
-    typer.echo(json.dumps(result.to_json(), indent=2) if format is Format.json else result.summary())
+    analysed or fixed, or the smoke run failed (then nothing is pushed); 2: refused or failed (see the error;
+    with --format json the JSON object holds it as "error", and what was done before it)."""
+    result = sweep_mod.SweepResult(branch, base)
+    try:
+        overrides = dict(
+            select=cliutil.codes(select),
+            ignore=cliutil.codes(ignore),
+            exclude=tuple(exclude or ()),
+            pp002_scope=pp002_scope.value if pp002_scope else None,
+            unsafe_fixes=unsafe_fixes,
+        )
+        request = sweep_mod.SweepRequest(
+            repo=repo or Path("."),
+            base=base,
+            branch=branch,
+            commit_per=commit_per.value,
+            author=author,
+            push=push,
+            pr_body=pr_body,
+            open_pr=open_pr,
+            force=force,
+            smoke=smoke,
+            overrides=overrides,
+            dry_run=dry_run,
+            pr_repo=pr_repo,
+            draft=draft,
+            labels=tuple(label or ()),
+        )
+        sweep_mod.sweep(request, result)
+    except USER_ERRORS as error:
+        result.status, result.error = "error", str(error)
+        if format is not Format.json:
+            typer.echo(f"error: {error}", err=True)
+    if format is Format.json:
+        typer.echo(json.dumps(result.to_json(), indent=2))
+    elif result.error is None:
+        typer.echo(result.summary())
     raise typer.Exit(result.exit_code)
+
+
+USER_ERRORS = (git.GitError, GhError, SetupError, UsageError, ValueError)
 
 
 @contextmanager
@@ -199,7 +219,7 @@ def _user_errors():
     """Print a git/gh/config problem as `error: ...` and exit 2."""
     try:
         yield
-    except (git.GitError, GhError, SetupError, UsageError, ValueError) as error:
+    except USER_ERRORS as error:
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(cliutil.EXIT_ERROR) from None
 

@@ -216,21 +216,22 @@ def _sweep(request: SweepRequest, result: SweepResult) -> None:
                 git.push(tree, request.push, request.branch, remote)
             result.pushed = True
     if request.open_pr:
-        result.pr = gh.open_pr(Path(repo.working_tree_dir), _pull_request(repo, request, result))
+        assert result.pr_body is not None
+        result.pr = gh.open_pr(Path(repo.working_tree_dir), _pull_request(repo, request, result.fixed, result.pr_body))
 
 
-def _pull_request(repo: gitpython.Repo, request: SweepRequest, result: SweepResult) -> gh.PullRequest:
-    """The PR to open: into the repository of the base's remote (else the pushed-to one, or
-    --pr-repo), from the branch on the pushed-to repository (a fork, when they differ)."""
-    assert request.push and result.pr_body
+def _pull_request(repo: gitpython.Repo, request: SweepRequest, fixed: list[Finding], body: Path) -> gh.PullRequest:
+    """The PR to open: into --pr-repo, else the repository of the base's remote, else the pushed-to
+    one; from the branch on the pushed-to repository (a fork, when they differ)."""
+    assert request.push
     head_repo = gh.repository(git.remote_url(repo, request.push))
     base_remote = git.remote_of(repo, request.base)
     target = request.pr_repo or (base_remote and gh.repository(git.remote_url(repo, base_remote))) or head_repo
     return gh.PullRequest(
         branch=request.branch,
         base=git.branch_of(repo, request.base),
-        title=commit_message.title(result.fixed),
-        body_file=result.pr_body,
+        title=commit_message.title(fixed),
+        body_file=body,
         repo=target,
         head_repo=head_repo,
         draft=request.draft,
@@ -254,6 +255,8 @@ def _plan(
     per = "one commit" if request.commit_per == "run" else "one commit per rule"
     state = f"update it (now at {local[:12]})" if local else "create it"
     plan.append(f"branch {request.branch}: {state} with {per} on the base, unless it already holds these fixes")
+    if request.smoke:
+        plan.append(f"smoke: the {request.smoke} tier on the fixed files; a failure stops the push and the PR")
     if request.pr_body:
         plan.append(f"PR body: write to {request.pr_body}")
     if request.push:
@@ -265,12 +268,9 @@ def _plan(
         elif tip:
             plan.append("push: the remote branch's commits will be checked for other people's work first")
     if request.open_pr:
-        body = request.pr_body or Path(repo.git_dir) / "contractfix" / "PR_BODY.md"
-        result.pr_body = body
-        pr = _pull_request(repo, request, result)
-        plan.append(f"PR: edit the open PR from {pr.head} in {pr.repo or 'the current repository'}, or run: "
-                    f"{shlex.join(pr.create_command())}")
-        result.pr_body = None
+        pr = _pull_request(repo, request, result.fixed, request.pr_body or _default_body(repo))
+        where = pr.repo or "the current directory's repository"
+        plan.append(f"PR in {where}: edit the open one from {pr.head}, else {shlex.join(pr.create_command())}")
 
 
 def _record(result: SweepResult, built: _Built, top: Path) -> None:
@@ -289,13 +289,18 @@ def _describe(repo: gitpython.Repo, tree: gitpython.Repo, request: SweepRequest,
     result.pr_text = prbody.render(result.fixed, result.unfixed, result.base, fix_args(request.overrides), smoke)
     result.pr_body = request.pr_body
     if result.pr_body is None and request.open_pr:
-        result.pr_body = Path(repo.git_dir) / "contractfix" / "PR_BODY.md"
+        result.pr_body = _default_body(repo)
         result.pr_body.parent.mkdir(exist_ok=True)
     if result.pr_body is not None:
         try:
             result.pr_body.write_text(result.pr_text, encoding="utf-8")
         except OSError as error:
             raise ValueError(f"cannot write the PR body to {result.pr_body}: {error.strerror or error}") from None
+
+
+def _default_body(repo: gitpython.Repo) -> Path:
+    """Where the PR body goes for --open-pr without --pr-body."""
+    return Path(repo.git_dir) / "contractfix" / "PR_BODY.md"
 
 
 def _check_owner(repo: gitpython.Repo, base: str, tip: str | None, request: SweepRequest, where: str) -> None:

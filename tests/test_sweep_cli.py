@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from contractfix.cli import app
 from contractfix.sweep import DEFAULT_BRANCH
-from tests.gitrepo import GEMMA_LITE, STEP_LITE
+from tests.gitrepo import GEMMA_LITE, STEP_LITE, checkout_state
 
 pytestmark = pytest.mark.usefixtures("git_env")
 
@@ -149,3 +149,104 @@ def test_demo_runs_the_whole_job_in_a_temp_repo():
     assert f"branch {DEFAULT_BRANCH} created at" in out and "2 fixed, 0 left for review" in out
     assert '+            ["hidden_states", "residual"], config.hidden_size' in out
     assert "Generated-by: contractfix" in out and "## What was wrong" in out
+
+
+def test_dry_run_prints_the_plan_and_changes_nothing(repo, remote, fake_gh, tmp_path):
+    body = tmp_path / "pr.md"
+    state, refs = checkout_state(repo), repo.git.for_each_ref()
+    args = ["--push", str(remote), "--open-pr", "--pr-body", str(body), "--label", "bot", "--dry-run"]
+    result = invoke(repo.working_tree_dir, *args)
+    assert result.exit_code == 0, result.output
+    out = result.output
+    base = repo.head.commit.hexsha
+    assert f"dry run, nothing changed; would fix 2 file(s): {GEMMA_LITE}, {STEP_LITE}" in out
+    assert f"base: {base} (HEAD)" in out
+    assert f"branch {DEFAULT_BRANCH}: create it with one commit on the base" in out
+    assert f"push: refs/heads/{DEFAULT_BRANCH} to {remote} (absent there), with a lease, no tags" in out
+    assert f"PR in the current directory's repository: edit the open one from {DEFAULT_BRANCH}, else gh pr create --head" in out
+    assert "--label bot" in out and "2 to fix, 0 left for review, 0 error(s)" in out
+    doc = json.loads(invoke(repo.working_tree_dir, *args, "--format", "json").output)
+    assert (doc["status"], doc["commit"], doc["files"], doc["error"]) == ("dry run", None, [GEMMA_LITE, STEP_LITE], None)
+    assert len(doc["fixed"]) == 2 and doc["plan"][0] == f"base: {base} (HEAD)"
+    assert (checkout_state(repo), repo.git.for_each_ref()) == (state, refs)
+    assert gitpython.Repo(remote).git.for_each_ref() == "" and not body.exists() and not fake_gh.exists()
+    assert repo.git.worktree("list", "--porcelain").count("worktree ") == 1
+    assert not (Path(repo.git_dir) / "contractfix-sweep").exists()
+
+
+def test_dry_run_on_an_existing_branch_says_it_would_update_it(repo):
+    first = invoke(repo.working_tree_dir)
+    assert first.exit_code == 0
+    tip = repo.heads[DEFAULT_BRANCH].commit.hexsha
+    result = invoke(repo.working_tree_dir, "--dry-run")
+    assert f"branch {DEFAULT_BRANCH}: update it (now at {tip[:12]})" in result.output
+    assert repo.heads[DEFAULT_BRANCH].commit.hexsha == tip
+
+
+def test_json_output_on_a_refusal_still_prints_the_object(repo):
+    result = invoke(repo.working_tree_dir, "--branch", "a..b", "--format", "json")
+    assert result.exit_code == 2
+    doc = json.loads(result.output)
+    assert doc["status"] == "error" and "not a valid branch name" in doc["error"] and doc["branch"] == "a..b"
+
+
+def test_json_output_on_a_failure_after_the_branch_moved(repo, remote):
+    hook = remote / "hooks/pre-receive"
+    hook.write_text("#!/bin/sh\necho 'no pushes today' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    result = invoke(repo.working_tree_dir, "--push", str(remote), "--format", "json")
+    assert result.exit_code == 2
+    doc = json.loads(result.output)
+    assert doc["status"] == "error" and "refused" in doc["error"] and "no pushes today" in doc["error"]
+    assert doc["commit"] == repo.heads[DEFAULT_BRANCH].commit.hexsha and doc["pushed"] is False
+    assert doc["files"] == [GEMMA_LITE, STEP_LITE]
+
+
+def test_json_output_on_a_bad_option_value(repo):
+    result = invoke(repo.working_tree_dir, "--draft", "--format", "json")
+    assert result.exit_code == 2
+    assert "need --open-pr" in json.loads(result.output)["error"]
+
+
+@pytest.fixture
+def github(repo: gitpython.Repo, tmp_path: Path) -> Path:
+    """github.com/me/models (my fork) and github.com/up/models (upstream), as local bare repos that
+    the GitHub URLs are rewritten to; upstream/main fetched."""
+    hub = tmp_path / "github"
+    for name in ("me", "up"):
+        gitpython.Repo.init(hub / name / "models.git", bare=True)
+    for prefix in ("https://github.com/", "git@github.com:"):
+        repo.git.config("--add", f"url.file://{hub}/.insteadOf", prefix)
+    repo.create_remote("origin", "https://github.com/me/models.git")
+    repo.create_remote("upstream", "git@github.com:up/models.git")
+    repo.git.push("upstream", "main")
+    repo.git.fetch("upstream")
+    return hub
+
+
+def test_open_pr_from_a_fork_is_fork_safe(repo, github, fake_gh):
+    (fake_gh.parent / "gh.log.open").write_text(json.dumps([{"number": 3, "head": DEFAULT_BRANCH, "owner": "someone", "cross": True}]))
+    args = ["--base", "upstream/main", "--push", "origin", "--open-pr", "--draft", "--label", "pp", "--label", "bot"]
+    first = invoke(repo.working_tree_dir, *args)
+    assert first.exit_code == 0, first.output
+    listed, created = calls(fake_gh)
+    assert listed["args"][:6] == ["pr", "list", "--repo", "up/models", "--head", DEFAULT_BRANCH]
+    args_ = created["args"]
+    assert args_[:6] == ["pr", "create", "--repo", "up/models", "--head", f"me:{DEFAULT_BRANCH}"]
+    assert args_[args_.index("--base") + 1] == "main" and "--draft" in args_
+    assert [args_[i + 1] for i, a in enumerate(args_) if a == "--label"] == ["pp", "bot"]
+    assert gitpython.Repo(github / "me/models.git").heads[DEFAULT_BRANCH].commit == repo.heads[DEFAULT_BRANCH].commit
+    second = invoke(repo.working_tree_dir, *args)
+    assert second.exit_code == 0, second.output
+    edited = calls(fake_gh)[-1]["args"]
+    assert edited[:5] == ["pr", "edit", "8", "--repo", "up/models"]
+    assert [edited[i + 1] for i, a in enumerate(edited) if a == "--add-label"] == ["pp", "bot"]
+
+
+def test_pr_repo_option_picks_the_target(repo, github, fake_gh):
+    result = invoke(repo.working_tree_dir, "--push", "origin", "--open-pr", "--pr-repo", "up/models")
+    assert result.exit_code == 0, result.output
+    created = calls(fake_gh)[-1]["args"]
+    assert created[:6] == ["pr", "create", "--repo", "up/models", "--head", f"me:{DEFAULT_BRANCH}"]
+    bad = invoke(repo.working_tree_dir, "--push", "origin", "--open-pr", "--pr-repo", "not a repo")
+    assert bad.exit_code == 2 and "--pr-repo must look like OWNER/NAME" in bad.output
