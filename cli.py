@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from . import __version__, cliutil, engine, git, progress
+from . import __version__, cliutil, engine, gitops, progress
 from . import demo as demo_mod
 from . import sweep as sweep_mod
 from .gh import GhError
@@ -107,8 +107,8 @@ def check(
     if changed or base:
         with _user_errors():
             if not changed:
-                raise git.GitError("--base needs --changed")
-            targets = git.changed_under(paths, base)
+                raise gitops.GitError("--base needs --changed")
+            targets = gitops.changed_under(paths, base)
     with progress.shown():
         report = engine.check(targets, options)
         fixes = cliutil.preview(targets, options) if format is Output.sarif else None
@@ -211,7 +211,7 @@ def sweep(
     raise typer.Exit(result.exit_code)
 
 
-USER_ERRORS = (git.GitError, GhError, SetupError, UsageError, ValueError)
+USER_ERRORS = (gitops.GitError, GhError, SetupError, UsageError, ValueError)
 
 
 @contextmanager

@@ -12,9 +12,9 @@ import shlex
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-import git as gitpython
+import git
 
-from . import commit_message, config, engine, gh, git, prbody, sweeptree
+from . import commit_message, config, engine, gh, gitops, prbody, sweeptree
 from .findings import FileError, Finding, Report
 from .report import json as json_report
 from .smoke import SmokeReport, Tier, run_smoke
@@ -136,13 +136,13 @@ class _Built:
 
 
 def sweep(request: SweepRequest, result: SweepResult | None = None) -> SweepResult:
-    """Run the whole job. Raises ValueError (a bad request), `git.GitError`, `gh.GhError` and the
+    """Run the whole job. Raises ValueError (a bad request), `gitops.GitError`, `gh.GhError` and the
     smoke's `SetupError` / `UsageError`: each a message for the user, to exit 2 with. `result`, when
     given, is filled in as the sweep goes, so that a caller holds what was done before a failure.
     Git runs without the caller's repository variables (a hook's GIT_INDEX_FILE, GIT_DIR...)."""
     check_request(request)
     result = result if result is not None else SweepResult(request.branch, request.base)
-    with git.own_environment():
+    with gitops.own_environment():
         _sweep(request, result)
     return result
 
@@ -173,18 +173,18 @@ def _check_pr_body(path: Path) -> None:
 
 
 def _sweep(request: SweepRequest, result: SweepResult) -> None:
-    repo = git.open_repo(request.repo)
+    repo = gitops.open_repo(request.repo)
     if request.push:
-        request = replace(request, push=git.remote_location(repo, request.push))
-    result.base = base = git.resolve(repo, request.base)
-    git.check_branch_name(repo, request.branch)
+        request = replace(request, push=gitops.remote_location(repo, request.push))
+    result.base = base = gitops.resolve(repo, request.base)
+    gitops.check_branch_name(repo, request.branch)
     if not request.dry_run:
         result.notes += [f"removed the stale worktree {p}" for p in sweeptree.remove_stale(repo)]
-    if git.is_dirty(repo):
+    if gitops.is_dirty(repo):
         result.notes.append(f"{repo.working_tree_dir} has uncommitted or untracked files; the sweep sees commit {base[:12]} only")
-    local = git.branch_tip(repo, request.branch)
+    local = gitops.branch_tip(repo, request.branch)
     _check_owner(repo, base, local, request, f"branch {request.branch!r}")
-    who = git.identity(repo, request.author)
+    who = gitops.identity(repo, request.author)
     with sweeptree.worktree(repo, base) as tree:
         top = Path(tree.working_tree_dir)
         if request.dry_run:
@@ -197,15 +197,15 @@ def _sweep(request: SweepRequest, result: SweepResult) -> None:
             if local:
                 result.notes.append(f"branch {request.branch!r} left as it was")
             return
-        new = git.commits_between(tree, base, built.commits[-1])
+        new = gitops.commits_between(tree, base, built.commits[-1])
         kept = next((tip for tip in (local, remote) if tip and _same(tree, base, tip, new)), None)
         result.commit = kept or built.commits[-1]
-        result.commits = [c.sha for c in git.commits_between(tree, base, result.commit)]
+        result.commits = [c.sha for c in gitops.commits_between(tree, base, result.commit)]
         if request.smoke:
             result.smoke = run_smoke([top / f for f in result.files], tier=request.smoke, base=base)
         _describe(repo, tree, request, result)
         if result.commit != local:
-            git.set_branch(repo, request.branch, result.commit, local)
+            gitops.set_branch(repo, request.branch, result.commit, local)
         result.status = "unchanged" if kept else "updated" if local or remote else "created"
         if result.smoke and not result.smoke.ok:
             result.notes.append("the smoke run failed: not pushed, no PR opened")
@@ -213,23 +213,23 @@ def _sweep(request: SweepRequest, result: SweepResult) -> None:
         if request.push:
             result.push_updated = remote != result.commit
             if result.push_updated:
-                git.push(tree, request.push, request.branch, remote)
+                gitops.push(tree, request.push, request.branch, remote)
             result.pushed = True
     if request.open_pr:
         assert result.pr_body is not None
         result.pr = gh.open_pr(Path(repo.working_tree_dir), _pull_request(repo, request, result.fixed, result.pr_body))
 
 
-def _pull_request(repo: gitpython.Repo, request: SweepRequest, fixed: list[Finding], body: Path) -> gh.PullRequest:
+def _pull_request(repo: git.Repo, request: SweepRequest, fixed: list[Finding], body: Path) -> gh.PullRequest:
     """The PR to open: into --pr-repo, else the repository of the base's remote, else the pushed-to
     one; from the branch on the pushed-to repository (a fork, when they differ)."""
     assert request.push
-    head_repo = gh.repository(git.remote_url(repo, request.push))
-    base_remote = git.remote_of(repo, request.base)
-    target = request.pr_repo or (base_remote and gh.repository(git.remote_url(repo, base_remote))) or head_repo
+    head_repo = gh.repository(gitops.remote_url(repo, request.push))
+    base_remote = gitops.remote_of(repo, request.base)
+    target = request.pr_repo or (base_remote and gh.repository(gitops.remote_url(repo, base_remote))) or head_repo
     return gh.PullRequest(
         branch=request.branch,
-        base=git.branch_of(repo, request.base),
+        base=gitops.branch_of(repo, request.base),
         title=commit_message.title(fixed),
         body_file=body,
         repo=target,
@@ -240,7 +240,7 @@ def _pull_request(repo: gitpython.Repo, request: SweepRequest, fixed: list[Findi
 
 
 def _plan(
-    repo: gitpython.Repo, tree: gitpython.Repo, top: Path, base: str, local: str | None,
+    repo: git.Repo, tree: git.Repo, top: Path, base: str, local: str | None,
     request: SweepRequest, result: SweepResult,
 ) -> None:
     """What a real run would do, found by a fix run that writes nothing; refs, remote and checkout untouched."""
@@ -260,10 +260,10 @@ def _plan(
     if request.pr_body:
         plan.append(f"PR body: write to {request.pr_body}")
     if request.push:
-        tip = git.remote_tip(tree, request.push, request.branch)
+        tip = gitops.remote_tip(tree, request.push, request.branch)
         where = f"now at {tip[:12]}" if tip else "absent there"
         plan.append(f"push: refs/heads/{request.branch} to {request.push} ({where}), with a lease, no tags")
-        if tip and git.has_commit(tree, tip):
+        if tip and gitops.has_commit(tree, tip):
             _check_owner(tree, base, tip, request, f"{request.push} branch {request.branch!r}")
         elif tip:
             plan.append("push: the remote branch's commits will be checked for other people's work first")
@@ -281,10 +281,10 @@ def _record(result: SweepResult, built: _Built, top: Path) -> None:
     result.files = sorted({_path(c.path, top).as_posix() for c in built.report.changes})
 
 
-def _describe(repo: gitpython.Repo, tree: gitpython.Repo, request: SweepRequest, result: SweepResult) -> None:
+def _describe(repo: git.Repo, tree: git.Repo, request: SweepRequest, result: SweepResult) -> None:
     """The diff stat and the PR body (written to --pr-body, or to the git dir for --open-pr), before
     the branch moves, so that a body that cannot be written changes nothing."""
-    result.diffstat = git.diff(tree, result.base, result.commit, "--stat")
+    result.diffstat = gitops.diff(tree, result.base, result.commit, "--stat")
     smoke = prbody.Smoke(result.smoke.ok, result.smoke.summary()) if result.smoke else None
     result.pr_text = prbody.render(result.fixed, result.unfixed, result.base, fix_args(request.overrides), smoke)
     result.pr_body = request.pr_body
@@ -298,37 +298,37 @@ def _describe(repo: gitpython.Repo, tree: gitpython.Repo, request: SweepRequest,
             raise ValueError(f"cannot write the PR body to {result.pr_body}: {error.strerror or error}") from None
 
 
-def _default_body(repo: gitpython.Repo) -> Path:
+def _default_body(repo: git.Repo) -> Path:
     """Where the PR body goes for --open-pr without --pr-body."""
     return Path(repo.git_dir) / "contractfix" / "PR_BODY.md"
 
 
-def _check_owner(repo: gitpython.Repo, base: str, tip: str | None, request: SweepRequest, where: str) -> None:
+def _check_owner(repo: git.Repo, base: str, tip: str | None, request: SweepRequest, where: str) -> None:
     """Refuse to replace commits someone else made on the branch, unless --force."""
     if tip is None or request.force:
         return
-    foreign = [c for c in git.commits_between(repo, base, tip) if not commit_message.is_ours(c.message, c.tree, c.parent)]
+    foreign = [c for c in gitops.commits_between(repo, base, tip) if not commit_message.is_ours(c.message, c.tree, c.parent)]
     if foreign:
         shown = "\n".join(f"  {c.sha[:12]} {c.author}: {c.summary}" for c in foreign[:10])
         more = f"\n  ... and {len(foreign) - 10} more" if len(foreign) > 10 else ""
-        raise git.GitError(
+        raise gitops.GitError(
             f"{where} has commits not made by contractfix, or changed since it made them; refusing to replace them "
             f"(--force to replace anyway, or --branch NAME to use another branch):\n{shown}{more}"
         )
 
 
-def _remote_tip(tree: gitpython.Repo, base: str, request: SweepRequest) -> str | None:
+def _remote_tip(tree: git.Repo, base: str, request: SweepRequest) -> str | None:
     """The remote branch's commit (fetched, and checked like the local branch), if pushing."""
     if not request.push:
         return None
-    tip = git.remote_tip(tree, request.push, request.branch)
+    tip = gitops.remote_tip(tree, request.push, request.branch)
     if tip:
-        git.fetch(tree, request.push, request.branch)
+        gitops.fetch(tree, request.push, request.branch)
         _check_owner(tree, base, tip, request, f"{request.push} branch {request.branch!r}")
     return tip
 
 
-def _build(tree: gitpython.Repo, top: Path, base: str, options: config.Options, per: str, who: git.Identity) -> _Built:
+def _build(tree: git.Repo, top: Path, base: str, options: config.Options, per: str, who: gitops.Identity) -> _Built:
     """Fix the worktree and commit: once for the run, or once per rule (in code order) after a dry
     run that says which rules have fixes and what is left."""
     built = _Built()
@@ -348,7 +348,7 @@ def _build(tree: gitpython.Repo, top: Path, base: str, options: config.Options, 
     return built
 
 
-def _commit(tree: gitpython.Repo, built: _Built, report: Report, parent: str, who: git.Identity) -> None:
+def _commit(tree: git.Repo, built: _Built, report: Report, parent: str, who: gitops.Identity) -> None:
     if not report.changes:
         return
     top = Path(tree.working_tree_dir)
@@ -356,17 +356,17 @@ def _commit(tree: gitpython.Repo, built: _Built, report: Report, parent: str, wh
     left = [_relative(f, top) for f in report.remaining]
     message = commit_message.message(fixed, left)
     sign = lambda written: commit_message.sign(message, written, parent)  # noqa: E731
-    built.commits.append(git.commit(tree, [c.path for c in report.changes], sign, parent, who))
+    built.commits.append(gitops.commit(tree, [c.path for c in report.changes], sign, parent, who))
 
 
-def _same(repo: gitpython.Repo, base: str, tip: str, new: list[git.CommitInfo]) -> bool:
+def _same(repo: git.Repo, base: str, tip: str, new: list[gitops.CommitInfo]) -> bool:
     """Whether `tip` already holds exactly the commits just built (same trees, same messages, same
     base). Records are left out: they hold the parents' shas, which differ by their commit times."""
-    old = git.commits_between(repo, base, tip)
+    old = gitops.commits_between(repo, base, tip)
     return bool(old) and old[0].parent == base and _shape(old) == _shape(new)
 
 
-def _shape(commits: list[git.CommitInfo]) -> list[tuple[str, str]]:
+def _shape(commits: list[gitops.CommitInfo]) -> list[tuple[str, str]]:
     return [(c.tree, commit_message.unsigned(c.message).strip()) for c in commits]
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import git
 
-from .git import NO_HOOKS, GitError, error_text, worktrees
+from .gitops import NO_HOOKS, GitError, error_text, worktrees
 
 FOLDER = "contractfix-sweep"
 REASON = "contractfix sweep folder "

@@ -8,7 +8,7 @@ from pathlib import Path
 import git as gitpython
 
 from contractfix.demo import copy_example
-from contractfix.git import Identity, init_repo
+from contractfix.gitops import Identity, init_repo
 
 OWNER = Identity("Repo Owner", "owner@example.invalid")
 HUMAN = Identity("Human Reviewer", "human@example.invalid")

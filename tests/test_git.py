@@ -7,7 +7,7 @@ from pathlib import Path
 import git as gitpython
 import pytest
 
-from contractfix import commit_message, git
+from contractfix import commit_message, gitops
 from tests.gitrepo import HUMAN, STEP_LITE, TINY_LLAMA, commit_change
 
 pytestmark = pytest.mark.usefixtures("git_env")
@@ -23,9 +23,9 @@ def test_changed_files_committed_uncommitted_untracked(repo):
     (root / "vllm/model_executor/models/utils.py").unlink()
     (root / ".gitignore").write_text("ignored.py\n")
     (root / "ignored.py").write_text("x = 2\n")
-    got = [p.relative_to(root.resolve()).as_posix() for p in git.changed_files(repo, base)]
+    got = [p.relative_to(root.resolve()).as_posix() for p in gitops.changed_files(repo, base)]
     assert got == sorted([STEP_LITE, TINY_LLAMA, "vllm/new_model.py"])
-    assert git.changed_files(repo, repo.head.commit.hexsha) == sorted(
+    assert gitops.changed_files(repo, repo.head.commit.hexsha) == sorted(
         [(root / TINY_LLAMA).resolve(), (root / "vllm/new_model.py").resolve()]
     )
 
@@ -37,15 +37,15 @@ def test_default_branch_base(repo, tmp_path):
     repo.git.checkout("main")
     commit_change(repo, TINY_LLAMA, "\n", "\n# on main\n")
     repo.git.checkout("feature")
-    assert git.default_branch_base(repo) == fork
+    assert gitops.default_branch_base(repo) == fork
     repo.git.checkout("main")
     clone = gitpython.Repo.clone_from(repo.working_tree_dir, tmp_path / "clone", branch="feature")
     assert [h.name for h in clone.heads] == ["feature"]
-    assert git.default_branch_base(clone) == fork
+    assert gitops.default_branch_base(clone) == fork
     lonely = gitpython.Repo.init(tmp_path / "lonely", initial_branch="trunk")
     lonely.git.commit("--allow-empty", "-m", "x", env=HUMAN.env())
-    with pytest.raises(git.GitError, match="no default branch"):
-        git.default_branch_base(lonely)
+    with pytest.raises(gitops.GitError, match="no default branch"):
+        gitops.default_branch_base(lonely)
 
 
 def test_push_lease_refuses_what_it_did_not_see(repo, tmp_path):
@@ -53,26 +53,26 @@ def test_push_lease_refuses_what_it_did_not_see(repo, tmp_path):
     gitpython.Repo.init(remote, bare=True)
     first = repo.head.commit.hexsha
     repo.create_head("topic", first)
-    git.push(repo, str(remote), "topic", None)
+    gitops.push(repo, str(remote), "topic", None)
     second = commit_change(repo, STEP_LITE, "\n", "\n# second\n")
-    git.set_branch(repo, "topic", second, first)
-    with pytest.raises(git.GitError, match="refused"):
-        git.push(repo, str(remote), "topic", None)
-    with pytest.raises(git.GitError, match="refused"):
-        git.push(repo, str(remote), "topic", second)
-    assert git.remote_tip(repo, str(remote), "topic") == first
+    gitops.set_branch(repo, "topic", second, first)
+    with pytest.raises(gitops.GitError, match="refused"):
+        gitops.push(repo, str(remote), "topic", None)
+    with pytest.raises(gitops.GitError, match="refused"):
+        gitops.push(repo, str(remote), "topic", second)
+    assert gitops.remote_tip(repo, str(remote), "topic") == first
     third = repo.git.commit_tree(repo.commit(first).tree.hexsha, "-m", "rewritten", env=HUMAN.env())
-    git.set_branch(repo, "topic", third, second)
-    git.push(repo, str(remote), "topic", first)
-    assert git.remote_tip(repo, str(remote), "topic") == third
+    gitops.set_branch(repo, "topic", third, second)
+    gitops.push(repo, str(remote), "topic", first)
+    assert gitops.remote_tip(repo, str(remote), "topic") == third
 
 
 def test_set_branch_compares_and_swaps(repo):
     tip = repo.head.commit.hexsha
-    git.set_branch(repo, "topic", tip, None)
-    with pytest.raises(git.GitError, match="changed during the sweep"):
-        git.set_branch(repo, "topic", tip, None)
-    assert git.branch_tip(repo, "topic") == tip
+    gitops.set_branch(repo, "topic", tip, None)
+    with pytest.raises(gitops.GitError, match="changed during the sweep"):
+        gitops.set_branch(repo, "topic", tip, None)
+    assert gitops.branch_tip(repo, "topic") == tip
 
 
 @pytest.mark.parametrize(
@@ -83,39 +83,39 @@ def test_set_branch_compares_and_swaps(repo):
     ],
 )
 def test_identity_from_author(repo, given, expected):
-    who = git.identity(repo, given)
+    who = gitops.identity(repo, given)
     assert (who.name, who.email) == expected
 
 
 @pytest.mark.parametrize("given", ["Ann", "<ann@example.org>", "Ann <not-an-email>", "Ann <a@b> <c@d>"])
 def test_identity_rejects_malformed_author(repo, given):
-    with pytest.raises(git.GitError, match="--author"):
-        git.identity(repo, given)
+    with pytest.raises(gitops.GitError, match="--author"):
+        gitops.identity(repo, given)
 
 
 def test_identity_from_environment_then_config(repo, monkeypatch):
-    assert git.identity(repo) == git.Identity("Repo Owner", "owner@example.invalid")
+    assert gitops.identity(repo) == gitops.Identity("Repo Owner", "owner@example.invalid")
     monkeypatch.setenv("GIT_AUTHOR_NAME", "Env Name")
     monkeypatch.setenv("GIT_AUTHOR_EMAIL", "env@example.invalid")
-    assert git.identity(repo) == git.Identity("Env Name", "env@example.invalid")
+    assert gitops.identity(repo) == gitops.Identity("Env Name", "env@example.invalid")
 
 
 def test_remote_location(repo, tmp_path, monkeypatch):
     (tmp_path / "remote.git").mkdir()
     repo.create_remote("origin", "https://example.invalid/r.git")
     monkeypatch.chdir(tmp_path)
-    assert git.remote_location(repo, "remote.git") == str((tmp_path / "remote.git").resolve())
-    assert git.remote_location(repo, "origin") == "origin"
-    assert git.remote_location(repo, "https://example.invalid/x.git") == "https://example.invalid/x.git"
+    assert gitops.remote_location(repo, "remote.git") == str((tmp_path / "remote.git").resolve())
+    assert gitops.remote_location(repo, "origin") == "origin"
+    assert gitops.remote_location(repo, "https://example.invalid/x.git") == "https://example.invalid/x.git"
 
 
 def test_branch_of(repo, tmp_path):
-    assert git.branch_of(repo, "HEAD") == "main"
+    assert gitops.branch_of(repo, "HEAD") == "main"
     clone = gitpython.Repo.clone_from(repo.working_tree_dir, tmp_path / "clone")
-    assert git.branch_of(clone, "origin/main") == "main"
+    assert gitops.branch_of(clone, "origin/main") == "main"
     repo.git.checkout("--detach")
-    assert git.branch_of(repo, "HEAD") is None
-    assert git.branch_of(repo, repo.head.commit.hexsha) is None
+    assert gitops.branch_of(repo, "HEAD") is None
+    assert gitops.branch_of(repo, repo.head.commit.hexsha) is None
 
 
 TREE, PARENT = "a" * 40, "b" * 40
@@ -149,5 +149,5 @@ def test_changed_files_with_names_git_would_quote(repo, name):
     repo.git.add("--", f"vllm/model_executor/models/committed_{name}")
     repo.git.commit("-m", "odd name", env=HUMAN.env())
     (folder / f"untracked_{name}").write_text("x = 2\n")
-    got = {p.name for p in git.changed_files(repo, base)}
+    got = {p.name for p in gitops.changed_files(repo, base)}
     assert got == {f"committed_{name}", f"untracked_{name}"}

@@ -9,7 +9,7 @@ import pytest
 
 from contractfix import commit_message, engine
 from contractfix.config import Options
-from contractfix.git import GitError
+from contractfix.gitops import GitError
 from contractfix.sweep import DEFAULT_BRANCH, SweepRequest, sweep
 from tests.gitrepo import (
     GEMMA_LITE,

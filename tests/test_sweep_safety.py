@@ -16,7 +16,7 @@ import git as gitpython
 import pytest
 
 from contractfix import commit_message
-from contractfix.git import GitError
+from contractfix.gitops import GitError
 from contractfix.sweep import DEFAULT_BRANCH, SweepRequest, sweep
 from tests.gitrepo import GEMMA_LITE, HUMAN, STEP_LITE, TINY_LLAMA, checkout_state
 

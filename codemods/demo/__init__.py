@@ -7,12 +7,12 @@ import tempfile
 from importlib import resources
 from pathlib import Path
 
-from .. import engine, git, sweep
+from .. import engine, gitops, sweep
 from ..config import Options
 from ..report import text
 
 EXAMPLE = "example"
-DEMO_IDENTITY = git.Identity("contractfix demo", "demo@contractfix.invalid")
+DEMO_IDENTITY = gitops.Identity("contractfix demo", "demo@contractfix.invalid")
 
 
 def copy_example(destination: Path) -> Path:
@@ -28,7 +28,7 @@ def run() -> str:
     with tempfile.TemporaryDirectory(prefix="contractfix-demo-") as temp:
         tree = copy_example(Path(temp) / "repo")
         checked = engine.check([tree], Options())
-        repo = git.init_repo(tree, DEMO_IDENTITY, "Example vLLM-style models")
+        repo = gitops.init_repo(tree, DEMO_IDENTITY, "Example vLLM-style models")
         result = sweep.sweep(sweep.SweepRequest(repo=tree))
         return "\n".join(
             [
@@ -42,7 +42,7 @@ def run() -> str:
                 repo.git.log(f"{result.base}..{result.commit}"),
                 "",
                 f"== git diff {result.base[:12]} {result.branch}",
-                git.diff(repo, result.base, result.commit),
+                gitops.diff(repo, result.base, result.commit),
                 "",
                 "== PR body",
                 result.pr_text.rstrip("\n"),

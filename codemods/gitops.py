@@ -1,4 +1,4 @@
-"""Thin gitpython wrappers: open a repo, a throwaway worktree, commits, branches, push, changed files.
+"""Thin GitPython wrappers (named gitops so that `import git` is always GitPython): open a repo, a throwaway worktree, commits, branches, push, changed files.
 
 Every failure a user can cause raises `GitError` with a message meant for them.
 """
@@ -199,10 +199,6 @@ def commit(tree_repo: git.Repo, paths: list[Path], sign: Callable[[str], str], p
 
 def _config_bool(repo: git.Repo, key: str) -> bool:
     return repo.git.config("--type=bool", "--get", key, with_exceptions=False).strip() == "true"
-
-
-def tree_of(repo: git.Repo, sha: str) -> str:
-    return repo.commit(sha).tree.hexsha
 
 
 def set_branch(repo: git.Repo, name: str, new: str, old: str | None) -> None:
