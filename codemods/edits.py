@@ -80,7 +80,7 @@ class EarlyReturn(InsertStatement):
 
 @dataclass(frozen=True)
 class TensorsAccess(Edit):
-    """Route `x.get(...)` (`access` "get") or `k in x` (`access` "in") through `x.tensors`."""
+    """Route `x.get(...)` (`access` "get"), `x.keys()` ("keys") or `k in x` ("in") through `x.tensors`."""
 
     access: str
 

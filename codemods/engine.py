@@ -207,13 +207,17 @@ def evaluate(session: Session) -> tuple[list[Finding], list[Finding]]:
         targets={m.path for m in session.targets},
         pp002_scope=session.options.pp002_scope,
     )
+    wanted = [m for m in rules.MODULES if session.options.wants(m.RULE.code)]
     findings: list[Finding] = []
-    for module in rules.MODULES:
-        if session.options.wants(module.RULE.code):
+    for module in wanted:
+        if not module.RULE.checks_suppressions:
             findings.extend(module.check(ctx))
     names = {name for m in session.targets for name in m.classes}
     findings = [f for f in findings if _concerns_targets(f, ctx.targets, names)]
-    findings = apply_suppressions(findings, index, session.targets, session.options)
+    findings, ctx.unused_suppressions = apply_suppressions(findings, index, session.targets, session.options)
+    for module in wanted:
+        if module.RULE.checks_suppressions:
+            findings.extend(module.check(ctx))
     notes = sorted((f for f in findings if f.note), key=lambda f: f.sort_key)
     real = sorted((f for f in findings if not f.note), key=lambda f: f.sort_key)
     return real, notes

@@ -54,9 +54,9 @@ class Param:
 
 @dataclass(frozen=True)
 class Access:
-    """An access `IntermediateTensors` does not support: `.get(...)` or `in`."""
+    """An access `IntermediateTensors` does not support: `.get(...)`, `.keys()` or `in`."""
 
-    kind: str  # "get" | "in"
+    kind: str  # "get" | "keys" | "in"
     line: int
     column: int
     text: str

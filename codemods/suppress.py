@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from .config import Options
 from .facts import ModuleFacts
 from .findings import Finding
 from .index import Index
-from .rules import pp100_unused_suppression
+from .rules.base import Suppression
 
 
 def apply_suppressions(
     findings: list[Finding], index: Index, targets: list[ModuleFacts], options: Options
-) -> list[Finding]:
-    """Drop suppressed findings; add a PP100 finding for each suppression that matched none."""
+) -> tuple[list[Finding], list[Suppression]]:
+    """The findings not suppressed, and the suppressions (of selected rules) that matched none."""
     kept, used = [], set()
     for finding in findings:
         module = index.by_path.get(str(finding.path))
@@ -27,21 +25,11 @@ def apply_suppressions(
             kept.append(finding)
         else:
             used.add((module.path, hit, finding.rule))
-    if options.wants(pp100_unused_suppression.RULE.code):
-        unused = [
-            (m.path, line, code, _line(m.path, line))
-            for m in targets
-            for line, codes in sorted(m.suppressions.items())
-            for code in codes
-            if options.wants(code) and (m.path, line, code) not in used
-        ]
-        kept.extend(pp100_unused_suppression.check(unused))
-    return kept
-
-
-def _line(path: str, number: int) -> str:
-    try:
-        lines = Path(path).read_bytes().decode("utf-8", "replace").splitlines()
-    except OSError:
-        return ""
-    return lines[number - 1].strip() if number <= len(lines) else ""
+    unused = [
+        Suppression(m.path, line, code)
+        for m in targets
+        for line, codes in sorted(m.suppressions.items())
+        for code in codes
+        if options.wants(code) and (m.path, line, code) not in used
+    ]
+    return kept, unused

@@ -16,6 +16,7 @@ from contractfix import apply, engine
 from contractfix.config import Options
 from contractfix.discover import MAX_SOURCE_BYTES
 from contractfix.findings import Report
+from contractfix.report import text as text_report
 from tests.privileges import permissions_enforced
 
 MODELS = Path("vllm/model_executor/models")
@@ -404,3 +405,23 @@ def test_two_concurrent_sweeps_never_corrupt_the_branch(tmp_path: Path, monkeypa
         repo.git.fsck("--strict")
         assert repo.git.worktree("list", "--porcelain").count("worktree ") == 1
         assert gitrepo.checkout_state(repo) == before
+
+
+# Line numbering: only \n, \r\n and \r end a line, as for Python's tokenizer (issue 11, item 4).
+
+
+@pytest.mark.parametrize("odd", ["\x0c", "\x0b", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"], ids=ascii)
+def test_evidence_shows_the_reported_line_after_characters_splitlines_breaks_at(repo: Path, odd: str) -> None:
+    """`str.splitlines` also breaks at form feeds and friends; every line number after one must
+    still point at the line Python reports, in evidence and in the diff."""
+    source = violating("Odd").replace("\n\n\nclass", f"\n# section{odd}one\n#{odd}\n\nclass")
+    path = put(repo, "odd.py", source.encode())
+    lines = source.split("\n")
+    found = [f for f in engine.check([path], Options()).findings if f.rule == "PP001"]
+    assert found and all(e.text for f in found for e in f.evidence)
+    for evidence in (e for f in found for e in f.evidence):
+        assert evidence.text == lines[evidence.line - 1].strip(), evidence
+    report = engine.fix([path], Options(), write=False)
+    diff = text_report.unified_diff(report.changes)
+    assert "\n-            [\"hidden_states\"], config.hidden_size\n" in diff
+    assert len([line for line in diff.splitlines(keepends=True) if line.startswith(" ")]) == 6, diff

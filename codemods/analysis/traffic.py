@@ -250,6 +250,9 @@ class FunctionAnalyzer:
 
     def _call(self, node: ast.Call, guard: Guard, root: ast.AST, skip_returned: bool) -> None:
         func = node.func
+        if isinstance(func, ast.Attribute) and func.attr == "keys" and self._is_alias(func.value):
+            self.facts.accesses.append(Access("keys", node.lineno, node.col_offset, ast.unparse(node)))
+            return
         if isinstance(func, ast.Attribute) and func.attr == "get" and self._is_alias(func.value):
             self.facts.accesses.append(
                 Access("get", node.lineno, node.col_offset, ast.unparse(node))

@@ -1,4 +1,4 @@
-"""Route `.get(...)` and `in` on an IntermediateTensors through its `.tensors` dict."""
+"""Route `.get(...)`, `.keys()` and `in` on an IntermediateTensors through its `.tensors` dict."""
 
 from __future__ import annotations
 
@@ -26,9 +26,9 @@ class TensorsAccess(EditTransformer[edits.TensorsAccess]):
 
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         func = updated.func
-        if not (isinstance(func, cst.Attribute) and func.attr.value == "get" and isinstance(func.value, cst.Name)):
+        if not (isinstance(func, cst.Attribute) and func.attr.value in ("get", "keys") and isinstance(func.value, cst.Name)):
             return updated
-        edit = self._edit(original, "get")
+        edit = self._edit(original, func.attr.value)
         if edit is None:
             return updated
         self.touch(original, edit)

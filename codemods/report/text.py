@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 
 from ..findings import Applicability, FileChange, Finding, Report
+from ..sourcelines import split_lines
 from . import relative
 
 
@@ -60,7 +61,7 @@ def render_fix(report: Report, verbose: bool = False) -> str:
 
 def unified_diff(changes: list[FileChange]) -> str:
     def text(data: bytes) -> list[str]:
-        return data.decode("utf-8", "replace").replace("\r\n", "\n").splitlines(keepends=True)
+        return split_lines(data.decode("utf-8", "replace").replace("\r\n", "\n"), keepends=True)
 
     out = []
     for change in changes:

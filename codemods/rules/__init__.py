@@ -1,37 +1,27 @@
-"""Every rule, in code order. A rule module holds `RULE` (its metadata) and `check(ctx)`;
-PP100 checks the suppressions the others left unused (see `codemods.suppress`)."""
+"""Every rule, in code order, found by walking this package (as Fixit does): a module named
+`ppNNN_<name>.py` holding `RULE` (its metadata) and `check(ctx)` is a rule; nothing else
+registers it. A rule with `RULE.checks_suppressions` (PP100) runs after the others' findings are
+suppressed (see `codemods.suppress`)."""
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
+import re
 from types import ModuleType
 
-from . import (
-    pp001_key_not_allocated,
-    pp002_intermediate_tensors_default,
-    pp003_key_allocated_not_sent,
-    pp004_missing_empty_tensors_factory,
-    pp005_key_read_not_sent,
-    pp006_nonlast_output_altered,
-    pp007_unsupported_access,
-    pp008_missing_layer_lookup,
-    pp010_draft_rank_predicate,
-    pp011_aux_states_not_relayed,
-    pp100_unused_suppression,
-)
 from .base import Context, Rule
 
-MODULES: tuple[ModuleType, ...] = (
-    pp001_key_not_allocated,
-    pp002_intermediate_tensors_default,
-    pp003_key_allocated_not_sent,
-    pp004_missing_empty_tensors_factory,
-    pp005_key_read_not_sent,
-    pp006_nonlast_output_altered,
-    pp007_unsupported_access,
-    pp008_missing_layer_lookup,
-    pp010_draft_rank_predicate,
-    pp011_aux_states_not_relayed,
-)
-ALL: dict[str, Rule] = {m.RULE.code: m.RULE for m in (*MODULES, pp100_unused_suppression)}
+RULE_MODULE = re.compile(r"pp\d{3}_\w+")
+
+
+def _discover() -> tuple[ModuleType, ...]:
+    names = sorted(m.name for m in pkgutil.iter_modules(__path__) if RULE_MODULE.fullmatch(m.name))
+    modules = tuple(importlib.import_module(f"{__name__}.{name}") for name in names)
+    return tuple(sorted(modules, key=lambda m: m.RULE.code))
+
+
+MODULES: tuple[ModuleType, ...] = _discover()
+ALL: dict[str, Rule] = {m.RULE.code: m.RULE for m in MODULES}
 
 __all__ = ["ALL", "MODULES", "Context", "Rule"]

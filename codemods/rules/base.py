@@ -9,6 +9,7 @@ from ..facts import Producer
 from ..findings import Applicability, Evidence, Finding, Fix
 from ..index import ClassRef, Index
 from ..resolve import Branch, Located, Resolver, Traffic
+from ..sourcelines import SourceLines
 
 
 def quote_keys(keys) -> str:
@@ -37,6 +38,8 @@ class Rule:
     before: str
     after: str
     fix: Applicability | None
+    checks_suppressions: bool = False
+    """Runs once the other rules' findings are suppressed, on the suppressions left unused."""
 
     @property
     def fix_label(self) -> str:
@@ -71,6 +74,15 @@ class FactoryUser:
     keys: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class Suppression:
+    """A `# contractfix: ignore[CODE]` comment: `code` silenced on line `line` of `path`."""
+
+    path: str
+    line: int
+    code: str
+
+
 @dataclass
 class Context:
     """Everything a rule may look at: the index, the resolver, the classes to check, the entries."""
@@ -83,16 +95,12 @@ class Context:
     registry_found: bool
     targets: set[str]
     pp002_scope: str = "entry"
-    _lines: dict[str, list[str]] = field(default_factory=dict)
+    unused_suppressions: list[Suppression] = field(default_factory=list)
+    _lines: SourceLines = field(default_factory=SourceLines)
 
     def line(self, path: str, number: int) -> str:
-        if path not in self._lines:
-            try:
-                self._lines[path] = Path(path).read_bytes().decode("utf-8", "replace").splitlines()
-            except OSError:
-                self._lines[path] = []
-        lines = self._lines[path]
-        return lines[number - 1].strip() if 0 < number <= len(lines) else ""
+        """Line `number` of `path`, stripped, as evidence shows it."""
+        return self._lines.line(path, number)
 
     def evidence(self, located: list[Located], role: str) -> list[Evidence]:
         seen = set()

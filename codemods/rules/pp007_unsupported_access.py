@@ -1,4 +1,4 @@
-"""PP007 unsupported-access: `.get(...)` or `in` on an IntermediateTensors."""
+"""PP007 unsupported-access: `.get(...)`, `.keys()` or `in` on an IntermediateTensors."""
 
 from __future__ import annotations
 
@@ -11,12 +11,13 @@ from .base import Context, Rule
 RULE = Rule(
     code="PP007",
     name="unsupported-access",
-    summary="`.get()` or `in` used on an IntermediateTensors, which supports neither.",
+    summary="`.get()`, `.keys()` or `in` used on an IntermediateTensors, which supports none of them.",
     rationale=(
         "`IntermediateTensors` is a thin wrapper with `__getitem__`, `items()` and `.tensors`, but "
         "no `get`, `keys` or `__contains__`: `x.get(\"k\")` raises AttributeError (gemma4, vLLM "
-        "0.19.0) and `\"k\" in x` falls back to integer indexing and never terminates. The fix goes "
-        "through the underlying dict: `x.tensors.get(\"k\")`, `\"k\" in x.tensors`."
+        "0.19.0), `x.keys()` (so also `\"k\" in x.keys()`) raises AttributeError, and `\"k\" in x` falls "
+        "back to integer indexing and never terminates. The fix goes through the underlying dict: "
+        "`x.tensors.get(\"k\")`, `x.tensors.keys()`, `\"k\" in x.tensors`."
     ),
     before="per_layer = intermediate_tensors.get(\"per_layer_inputs\")\n",
     after="per_layer = intermediate_tensors.tensors.get(\"per_layer_inputs\")\n",
@@ -42,7 +43,7 @@ def check(ctx: Context) -> list[Finding]:
                 findings.append(RULE.finding(
                     path=path, line=access.line, column=access.column, cls=ref.cls.name,
                     message=f"`{access.text}`: IntermediateTensors has no "
-                    + ("`get`" if access.kind == "get" else "`__contains__`"),
+                    + ("`__contains__`" if access.kind == "in" else f"`{access.kind}`"),
                     fix=Fix(
                         applicability=Applicability.SAFE, description="go through `.tensors`", edits=(edit,),
                     ) if ctx.editable(path) else None,

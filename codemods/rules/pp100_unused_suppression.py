@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..findings import Evidence, Finding
-from .base import Rule
+from .base import Context, Rule
 
 RULE = Rule(
     code="PP100",
@@ -18,16 +18,17 @@ RULE = Rule(
     before="class LlamaModel(nn.Module):  # contractfix: ignore[PP001]\n",
     after="class LlamaModel(nn.Module):\n",
     fix=None,
+    checks_suppressions=True,
 )
 
 
-def check(unused: list[tuple[str, int, str, str]]) -> list[Finding]:
-    """`unused`: (path, line, code, line text) of each suppression that matched no finding."""
+def check(ctx: Context) -> list[Finding]:
+    """A finding for each suppression that matched no finding of the rule it names."""
     return [
         RULE.finding(
-            path=path, line=line, column=0, cls="",
-            message=f"unused suppression of {code}: nothing to silence here",
-            keys=(code,), evidence=(Evidence(Path(path), line, text, "suppression"),),
+            path=s.path, line=s.line, column=0, cls="",
+            message=f"unused suppression of {s.code}: nothing to silence here",
+            keys=(s.code,), evidence=(Evidence(Path(s.path), s.line, ctx.line(s.path, s.line), "suppression"),),
         )
-        for path, line, code, text in unused
+        for s in ctx.unused_suppressions
     ]
