@@ -62,11 +62,11 @@ OutputOpt = Annotated[Output, typer.Option("--format", help="Output format (gith
 Statistics = Annotated[bool, typer.Option("--statistics", help="Also show how many findings each rule has.")]
 Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Also show what could not be verified.")]
 Unsafe = Annotated[bool | None, typer.Option("--unsafe-fixes/--no-unsafe-fixes", help="Also apply unsafe fixes.")]
-Jobs = Annotated[int, typer.Option("--jobs", "-j", help="Worker processes (0: one per core).")]
+Jobs = Annotated[int | None, typer.Option("--jobs", "-j", min=1, help="Worker processes (default: one per core, at most 8; never more than the cores).")]
 Cache = Annotated[bool, typer.Option("--cache/--no-cache", help="Reuse per-file facts cached by content hash.")]
 
 
-def _options(paths, select, ignore, exclude, scope, registry, unsafe=None, jobs=0, cache=True):
+def _options(paths, select, ignore, exclude, scope, registry, unsafe=None, jobs=None, cache=True):
     try:
         return cliutil.options(
             paths,
@@ -95,7 +95,7 @@ def check(
     format: OutputOpt = Output.text,
     statistics: Statistics = False,
     verbose: Verbose = False,
-    jobs: Jobs = 0,
+    jobs: Jobs = None,
     cache: Cache = True,
     changed: Annotated[bool, typer.Option("--changed", help="Only the Python files changed against --base (committed, uncommitted or untracked).")] = False,
     base: Annotated[str | None, typer.Option("--base", help="With --changed: the ref to compare with (default: the merge base with the default branch).")] = None,
@@ -129,7 +129,7 @@ def fix(
     format: OutputOpt = Output.text,
     statistics: Statistics = False,
     verbose: Verbose = False,
-    jobs: Jobs = 0,
+    jobs: Jobs = None,
     cache: Cache = True,
 ) -> None:
     """Apply fixes in place (safe ones; unsafe too with --unsafe-fixes). Exit 0: nothing left, 1: findings left, 2: errors."""

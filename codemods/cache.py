@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
+import stat
 import tempfile
 from pathlib import Path
 
@@ -66,7 +67,10 @@ class FactsCache:
         if self.folder is None:
             return None
         try:
-            with open(self.folder / key[:2] / key, "rb") as handle:
+            fd = os.open(self.folder / key[:2] / key, os.O_RDONLY | os.O_NONBLOCK)
+            with os.fdopen(fd, "rb") as handle:
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    return None  # a FIFO or device planted in the cache must never block the run
                 found = pickle.load(handle)
         except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError, TypeError):
             return None

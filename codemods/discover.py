@@ -104,6 +104,16 @@ def read_source(path: Path) -> bytes | None:
     return data
 
 
+def read_regular(path: Path) -> bytes:
+    """The bytes of a regular file, opened without blocking; OSError for anything else
+    (a FIFO or device would otherwise hang the run)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(0, "not a regular file")
+        return handle.read()
+
+
 def _check_decodes(data: bytes) -> None:
     """Refuse what Python itself refuses to run: null bytes, and bytes that are not in the file's
     declared encoding (UTF-8 unless a coding cookie says otherwise), even inside a comment."""

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import re
+import threading
+import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +18,7 @@ from .discover import discover, read_source
 from .facts import ModuleFacts
 from .findings import Applicability, FileChange, FileError, Finding, Report
 from .index import ClassRef, Index, import_root, module_name
-from .registry import find_registry, load_registry, root_of
+from .registry import RegistryEntry, RegistryError, find_registry, load_registry, root_of
 from .resolve import Resolver
 from .suppress import apply_suppressions
 
@@ -34,6 +36,8 @@ class Session:
     options: Options
     sources: dict[str, bytes] = field(default_factory=dict)
     """The bytes each target was analyzed from: fixes rewrite these, and writing checks the disk still holds them."""
+    registered: list[RegistryEntry] = field(default_factory=list)
+    """The registry's entries, read once (a registry that cannot be read is an error, and none)."""
 
 
 def check(paths: list[Path], options: Options) -> Report:
@@ -128,8 +132,14 @@ def analyze(paths: list[Path], options: Options, report: Report) -> Session:
             sources.append((path, data))
     registry = _registry(paths, options)
     roots = {import_root(p) for p, _ in sources}
+    registered: list[RegistryEntry] = []
     if registry:
-        roots.add(root_of(registry))
+        try:
+            roots.add(root_of(registry))
+            registered = load_registry(registry)
+        except RegistryError as error:
+            report.errors.append(FileError(registry, str(error)))
+            registry = None
     cache = FactsCache(default_folder() if options.cache else None)
     index = Index(sorted(roots, key=lambda r: len(r.parts), reverse=True), cache)
     targets = []
@@ -139,13 +149,13 @@ def analyze(paths: list[Path], options: Options, report: Report) -> Session:
             continue
         index.add(result)
         targets.append(result)
-    return Session(index, targets, registry, options, {str(p): d for p, d in sources})
+    return Session(index, targets, registry, options, {str(p): d for p, d in sources}, registered)
 
 
 def _registry(paths: list[Path], options: Options) -> Path | None:
     for candidate in options.registry:
-        if candidate.is_file():
-            return candidate
+        if candidate.exists():
+            return candidate  # one that is not a registry (a folder, a FIFO) is reported when loaded
     for path in paths:
         found = find_registry(path)
         if found:
@@ -175,13 +185,13 @@ def _analyze_all(sources: list[tuple[Path, bytes]], index: Index, jobs: int) -> 
         results.append(index.cache.get(key, str(path)))
         if results[-1] is None:
             misses.append((len(results) - 1, key, (str(path), data, name)))
-    workers = jobs or min(len(os.sched_getaffinity(0)), 8)
     items = [m[2] for m in misses]
+    workers = pool_size(jobs, len(items))
     hits = len(sources) - len(items)
     if workers <= 1 or len(items) < PARALLEL_THRESHOLD:
         parsed = list(progress.track(map(_job, items), "files analyzed", len(sources), hits))
     else:
-        with ProcessPoolExecutor(workers) as pool:
+        with ProcessPoolExecutor(workers, initializer=_die_with, initargs=(os.getpid(),)) as pool:
             chunks = pool.map(_job, items, chunksize=max(1, len(items) // (workers * 4)))
             parsed = list(progress.track(chunks, "files analyzed", len(sources), hits))
     for (position, key, _), result in zip(misses, parsed, strict=False):
@@ -191,11 +201,29 @@ def _analyze_all(sources: list[tuple[Path, bytes]], index: Index, jobs: int) -> 
     return results
 
 
+def pool_size(jobs: int, work: int) -> int:
+    """Worker processes for `work` files: `jobs` (0: up to 8), never more than the CPUs this
+    process may run on, nor than the files."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(1, min(jobs if jobs > 0 else 8, cpus, work))
+
+
+def _die_with(parent: int) -> None:
+    """Worker initializer: exit as soon as `parent` is gone. A worker left behind when the main
+    process is killed would wait forever for work, holding the caller's output pipe open."""
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.2)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
 def evaluate(session: Session) -> tuple[list[Finding], list[Finding]]:
     """Run the selected rules; return (findings, cannot-verify notes), suppressions applied."""
     index = session.index
     subjects = _subjects(session.targets)
-    registered = load_registry(session.registry) if session.registry else []
+    registered = session.registered
     entries, drafts, found = _entries(session, subjects, registered)
     ctx = rules.Context(
         index=index,

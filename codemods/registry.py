@@ -6,6 +6,8 @@ import ast
 from dataclasses import dataclass
 from pathlib import Path
 
+from .discover import read_regular
+
 REGISTRY = Path("vllm/model_executor/models/registry.py")
 MODELS_PACKAGE = "vllm.model_executor.models"
 
@@ -21,6 +23,10 @@ class RegistryEntry:
     line: int
 
 
+class RegistryError(ValueError):
+    """A registry file that cannot be read as one; the message is fit for a report."""
+
+
 def find_registry(start: Path) -> Path | None:
     """The registry of the vLLM checkout containing `start` (or below it), if there is one."""
     start = start.resolve()
@@ -33,12 +39,25 @@ def find_registry(start: Path) -> Path | None:
 
 def root_of(registry: Path) -> Path:
     """The import root (the folder holding `vllm/`) of a registry file."""
-    return registry.resolve().parents[len(REGISTRY.parts) - 1]
+    parents = registry.resolve().parents
+    if len(parents) < len(REGISTRY.parts):
+        raise RegistryError(f"not a model registry: it is not at {REGISTRY.as_posix()} under an import root")
+    return parents[len(REGISTRY.parts) - 1]
 
 
 def load_registry(path: Path) -> list[RegistryEntry]:
-    """Every `"Arch": ("module", "Class")` entry of the module-level `*_MODELS` dict literals."""
-    tree = ast.parse(path.read_bytes(), filename=str(path))
+    """Every `"Arch": ("module", "Class")` entry of the module-level `*_MODELS` dict literals.
+    Raises RegistryError for a file that is not readable Python (mid-edit, or not a registry)."""
+    try:
+        tree = ast.parse(read_regular(path), filename=str(path))
+    except SyntaxError as error:
+        raise RegistryError(f"not a model registry: syntax error: {error.msg} (line {error.lineno})") from None
+    except ValueError as error:  # a null byte
+        raise RegistryError(f"not a model registry: {error}") from None
+    except (RecursionError, MemoryError):
+        raise RegistryError("not a model registry: too deeply nested for Python's parser") from None
+    except OSError as error:
+        raise RegistryError(f"cannot read the registry: {error.strerror or error}") from None
     entries: list[RegistryEntry] = []
     for node in tree.body:
         target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else (

@@ -8,10 +8,11 @@ characters: after one of them, every line would be off. Only `\\n`, `\\r\\n` and
 from __future__ import annotations
 
 import io
-import os
 import re
-import stat
 import tokenize
+from pathlib import Path
+
+from .discover import read_regular
 
 LINE_END = re.compile(r"\r\n|\r|\n")
 
@@ -46,19 +47,10 @@ class SourceLines:
     def line(self, path: str, number: int) -> str:
         """Line `number` (1-based) of `path`, stripped; "" when there is no such line."""
         if path not in self._lines:
-            self._lines[path] = split_lines(decode(_read(path)))
+            try:
+                self._lines[path] = split_lines(decode(read_regular(Path(path))))
+            except OSError:
+                self._lines[path] = []
         lines = self._lines[path]
         return lines[number - 1].strip() if 0 < number <= len(lines) else ""
 
-
-def _read(path: str) -> bytes:
-    """A regular file's bytes, opened without blocking (a path swapped for a FIFO reads as empty)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    except OSError:
-        return b""
-    with os.fdopen(fd, "rb") as handle:
-        try:
-            return handle.read() if stat.S_ISREG(os.fstat(fd).st_mode) else b""
-        except OSError:
-            return b""

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -425,3 +426,137 @@ def test_evidence_shows_the_reported_line_after_characters_splitlines_breaks_at(
     diff = text_report.unified_diff(report.changes)
     assert "\n-            [\"hidden_states\"], config.hidden_size\n" in diff
     assert len([line for line in diff.splitlines(keepends=True) if line.startswith(" ")]) == 6, diff
+
+
+# Runaway resources: the worker pool (issue 11, items 8 and 9).
+
+SLOW_PARALLEL_CHECK = """
+import sys, time
+from pathlib import Path
+from codemods import engine
+from codemods.config import Options
+
+def slow(*args):
+    time.sleep(120)
+
+engine.analyze_source = slow
+engine.check([Path(sys.argv[1])], Options(jobs=2, cache=False))
+"""
+
+
+def _children(pid: int) -> set[int]:
+    found = set()
+    for task in Path(f"/proc/{pid}/task").glob("*/children"):
+        found.update(int(c) for c in task.read_text().split())
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc")
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
+def test_workers_die_with_the_main_process(repo: Path, sig: signal.Signals) -> None:
+    """Killing only the main process (as IDEs and CI agents do) during parallel analysis leaves
+    no worker behind holding the output pipe: the reader sees the end of the output."""
+    for i in range(engine.PARALLEL_THRESHOLD + 2):
+        put(repo, f"m{i:02d}.py", violating(f"M{i}").encode())
+    main = subprocess.Popen(
+        [sys.executable, "-c", SLOW_PARALLEL_CHECK, str(repo)], cwd=Path(__file__).parents[1],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    )
+    workers: set[int] = set()
+    try:
+        deadline = time.monotonic() + 60
+        while len(workers) < 2 and time.monotonic() < deadline:
+            workers = _children(main.pid)
+            time.sleep(0.1)
+        assert len(workers) >= 2, "the pool never started"
+        main.send_signal(sig)
+        main.wait(timeout=30)
+        done = threading.Event()
+        threading.Thread(target=lambda: (main.stdout.read(), done.set()), daemon=True).start()
+        assert done.wait(timeout=30), "a worker still holds the output pipe"
+    finally:
+        for pid in workers | _children(main.pid) if main.poll() is None else workers:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        main.kill()
+        main.wait()
+
+
+def test_jobs_is_capped_at_the_cpus_and_the_work(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    sizes: list[int] = []
+    real = engine.ProcessPoolExecutor
+
+    def recording(workers, *args, **kwargs):
+        sizes.append(workers)
+        return real(2, *args, **kwargs)
+
+    monkeypatch.setattr(engine, "ProcessPoolExecutor", recording)
+    for i in range(engine.PARALLEL_THRESHOLD + 2):
+        put(repo, f"m{i:02d}.py", violating(f"M{i}").encode())
+    engine.check([repo], Options(jobs=100_000, cache=False))
+    assert sizes and 1 <= sizes[0] <= len(os.sched_getaffinity(0))
+
+
+@pytest.mark.parametrize("value", ["0", "-5"])
+def test_non_positive_jobs_is_refused(repo: Path, value: str) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "cli", "check", "--no-cache", "--jobs", value, str(repo)], check=False,
+        capture_output=True, text=True, cwd=Path(__file__).parents[1],
+    )
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "--jobs" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_fifo_in_the_facts_cache_never_blocks(repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A FIFO (or any non-regular file) where a cache entry belongs is a miss, read without blocking."""
+    monkeypatch.setenv("CONTRACTFIX_CACHE_DIR", str(tmp_path / "cache"))
+    first = engine.check([repo], Options())
+    entries = [p for p in (tmp_path / "cache").rglob("*") if p.is_file()]
+    assert entries, "nothing was cached"
+    for entry in entries:
+        entry.unlink()
+        os.mkfifo(entry)
+    outcome: list[Report] = []
+    worker = threading.Thread(target=lambda: outcome.append(engine.check([repo], Options())), daemon=True)
+    worker.start()
+    worker.join(timeout=60)
+    assert not worker.is_alive(), "the run blocked on a FIFO in the cache"
+    assert outcome and outcome[0].findings == first.findings and outcome[0].errors == []
+
+
+# A registry that cannot be read is an error for that file; the run goes on (issue 11, item 13).
+
+
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        (b'_TEXT_GENERATION_MODELS = {\n    "GoodModel": ("good", "GoodModel"),\n', "syntax error: '{' was never closed (line 1)"),
+        (b'_TEXT_GENERATION_MODELS = {}\x00\n', "null"),
+        (b"# Models\n\nSee `vllm/model_executor`.\n", "syntax error"),
+    ],
+    ids=["mid-edit", "nul-byte", "markdown"],
+)
+def test_unreadable_registry_is_an_error_for_that_file(repo: Path, data: bytes, message: str) -> None:
+    registry = put(repo, "registry.py", data)
+    report = fix_and_check(repo, "registry.py", message)
+    assert [str(e.path) for e in report.errors] == [str(registry)]
+    assert registry.read_bytes() == data
+
+
+@pytest.mark.parametrize("given", ["README.md", "/etc/passwd", "pipe"])
+def test_registry_option_naming_no_registry_is_an_error(repo: Path, given: str) -> None:
+    (repo / "README.md").write_text("# A model zoo\n\nSee `registry.py`.\n")
+    os.mkfifo(repo / "pipe")
+    path = repo / given
+    if not path.exists():
+        pytest.skip(f"{given} does not exist here")
+    result = subprocess.run(
+        [sys.executable, "-m", "cli", "fix", "--no-cache", "--registry", str(path), str(repo)], check=False,
+        capture_output=True, text=True, cwd=Path(__file__).parents[1], timeout=120,
+    )
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    assert f"{path}: error: " in result.stdout and "registry" in result.stdout, result.stdout
+    assert (repo / MODELS / "good.py").read_text() == fixed("Good")
