@@ -29,6 +29,23 @@ app = typer.Typer(
 )
 
 
+@app.callback()
+def _preflight() -> None:
+    problem = cliutil.environment_problem()
+    if problem:
+        typer.echo(f"error: {problem}", err=True)
+        raise typer.Exit(cliutil.EXIT_ERROR)
+
+
+def _echo(text: str, nl: bool = True) -> None:
+    """Print to standard output; one that cannot be written is an I/O error: exit 2."""
+    try:
+        cliutil.echo(text, nl)
+    except cliutil.OutputError as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(cliutil.EXIT_ERROR) from None
+
+
 class Format(str, Enum):
     text = "text"
     json = "json"
@@ -112,7 +129,7 @@ def check(
     with progress.shown():
         report = engine.check(targets, options)
         fixes = cliutil.preview(targets, options) if format is Output.sarif else None
-    typer.echo(cliutil.render(report, format.value, verbose, "check", statistics, fixes, color.wanted(sys.stdout)))
+    _echo(cliutil.render(report, format.value, verbose, "check", statistics, fixes, color.wanted(sys.stdout)))
     raise typer.Exit(cliutil.exit_code(report))
 
 
@@ -138,9 +155,9 @@ def fix(
     with progress.shown():
         report = engine.fix(paths, options, write=not diff)
     if diff and format is Output.text:
-        typer.echo(cliutil.text_report.unified_diff(report.changes), nl=False)
+        _echo(cliutil.text_report.unified_diff(report.changes), nl=False)
     else:
-        typer.echo(cliutil.render(
+        _echo(cliutil.render(
             report, format.value, verbose, "fix", statistics, report if diff else None, color.wanted(sys.stdout)
         ))
     raise typer.Exit(cliutil.exit_code(report, remaining=True))
@@ -205,9 +222,9 @@ def sweep(
         if format is not Format.json:
             typer.echo(f"error: {error}", err=True)
     if format is Format.json:
-        typer.echo(json.dumps(result.to_json(), indent=2))
+        _echo(json.dumps(result.to_json(), indent=2))
     elif result.error is None:
-        typer.echo(result.summary())
+        _echo(result.summary())
     raise typer.Exit(result.exit_code)
 
 
@@ -229,7 +246,7 @@ def rules(
     markdown: Annotated[bool, typer.Option("--markdown", help="Print the README's rule section.")] = False,
 ) -> None:
     """List every rule: code, name, fix applicability, summary."""
-    typer.echo(markdown_section(ALL.values()) if markdown else rules_table(ALL.values()))
+    _echo(markdown_section(ALL.values()) if markdown else rules_table(ALL.values()))
 
 
 @app.command()
@@ -239,19 +256,19 @@ def explain(code: str) -> None:
     if rule is None:
         typer.echo(f"error: no rule {code!r}; see `contractfix rules`", err=True)
         raise typer.Exit(cliutil.EXIT_ERROR)
-    typer.echo(explain_text(rule))
+    _echo(explain_text(rule))
 
 
 @app.command()
 def demo() -> None:
     """Run the main job on a bundled example tree (copied to a temp dir) and show the result."""
-    typer.echo(demo_mod.run())
+    _echo(demo_mod.run())
 
 
 @app.command()
 def version() -> None:
     """Print the version."""
-    typer.echo(__version__)
+    _echo(__version__)
 
 
 @app.command()
@@ -272,6 +289,6 @@ def smoke(
 
     raise typer.Exit(command.main(
         paths or [], tier=tier, arch=arch, python=python, config=config, json_out=json_out, allow_skip=allow_skip,
-        prepare=setup, timeout=timeout, base=base, echo=typer.echo, echo_err=lambda text: typer.echo(text, err=True),
+        prepare=setup, timeout=timeout, base=base, echo=_echo, echo_err=lambda text: typer.echo(text, err=True),
     ))
 

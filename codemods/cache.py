@@ -58,7 +58,7 @@ class FactsCache:
 
     def key(self, data: bytes, module: str) -> str:
         digest = hashlib.sha256(self._salt)
-        digest.update(module.encode() + b"\0")
+        digest.update(module.encode("utf-8", "surrogateescape") + b"\0")
         digest.update(data)
         return digest.hexdigest()
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -65,3 +67,33 @@ def render(
         out = text_report.render(report, verbose)
     out += "\n\n" + stats.table(rows) if rows is not None else ""
     return colorize(out) if color and fmt == "text" else out
+
+
+class OutputError(Exception):
+    """Standard output cannot take the report (closed, full disk, broken pipe)."""
+
+
+def environment_problem() -> str | None:
+    """What makes any command unable to run here (checked before it changes anything)."""
+    if sys.stdout is None:
+        return "standard output is closed"
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        return "the current directory no longer exists"
+    return None
+
+
+def echo(text: str, nl: bool = True) -> None:
+    """Write `text` to standard output and flush it. Raises OutputError when it cannot be written;
+    standard output then points at the null device, so exiting does not fail a second time."""
+    try:
+        if sys.stdout is None:
+            raise OSError("standard output is closed")
+        sys.stdout.write(text + ("\n" if nl else ""))
+        sys.stdout.flush()
+    except OSError as error:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 1)
+        os.close(null)
+        raise OutputError(f"cannot write the output: {error.strerror or error}") from None

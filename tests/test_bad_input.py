@@ -560,3 +560,72 @@ def test_registry_option_naming_no_registry_is_an_error(repo: Path, given: str) 
     assert "Traceback" not in result.stderr
     assert f"{path}: error: " in result.stdout and "registry" in result.stdout, result.stdout
     assert (repo / MODELS / "good.py").read_text() == fixed("Good")
+
+
+# File names that are not valid UTF-8 (issue 11, item 17).
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["check"], ["check", "--format", "json"], ["check", "--format", "sarif"], ["check", "--format", "github"],
+     ["fix", "--diff"], ["fix"]],
+    ids=" ".join,
+)
+def test_file_name_that_is_not_utf8_breaks_no_command(repo: Path, command: list[str]) -> None:
+    """Such a name is analyzed and fixed like any other, and shown with `\\xNN` for the odd bytes,
+    even where the output's encoding is strict UTF-8."""
+    odd = Path(os.fsdecode(bytes(repo / MODELS) + b"/st\xfep.py"))
+    odd.write_text(violating("Odd"))
+    put(repo, "empty\xff.py".encode("latin-1").decode("utf-8", "surrogateescape"), b"")
+    result = subprocess.run(
+        [sys.executable, "-m", "cli", *command, "--no-cache", "."], check=False, capture_output=True,
+        cwd=repo, env={**os.environ, "PYTHONIOENCODING": "utf-8", "PYTHONPATH": str(Path(__file__).parents[1])},
+    )
+    out, err = result.stdout.decode("utf-8"), result.stderr.decode("utf-8")
+    assert result.returncode in (0, 1) and "Traceback" not in err, out + err
+    if command == ["fix"]:
+        assert odd.read_text() == fixed("Odd")
+    elif "sarif" in command:
+        assert "st%FEp.py" in out
+    else:
+        assert "st\\\\xfep.py" in out if "json" in command else "st\\xfep.py" in out
+
+
+# Output and working directory that cannot be used: one-line error, exit 2 (issue 11, item 20).
+
+CODE_ROOT = Path(__file__).resolve().parents[1]
+
+
+def _cli_in_shell(script: str, repo: Path) -> subprocess.CompletedProcess:
+    """Run `script` with `$CLI` bound to `python -m cli` and `$REPO` to the checked tree."""
+    env = {**os.environ, "PYTHONPATH": str(CODE_ROOT), "CLI": f"{sys.executable} -m cli", "REPO": str(repo)}
+    return subprocess.run(["sh", "-c", script], check=False, capture_output=True, text=True, env=env, timeout=120)
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full")
+def test_output_to_a_full_device_is_an_error(repo: Path) -> None:
+    result = _cli_in_shell("$CLI check --no-cache $REPO > /dev/full", repo)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip() == "error: cannot write the output: No space left on device"
+
+
+def test_closed_standard_output_is_an_error(repo: Path) -> None:
+    before = files(repo)
+    result = _cli_in_shell("$CLI fix --no-cache $REPO >&-", repo)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip() == "error: standard output is closed"
+    assert files(repo) == before, "nothing is done when the result cannot be reported"
+
+
+def test_deleted_working_directory_is_an_error(repo: Path, tmp_path: Path) -> None:
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    result = _cli_in_shell(f"cd {gone} && rmdir {gone} && $CLI check --no-cache $REPO", repo)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().splitlines()[-1] == "error: the current directory no longer exists"
+
+
+def test_smoke_json_into_a_missing_folder_is_refused_first(repo: Path) -> None:
+    result = _cli_in_shell("$CLI smoke --json /missing/dir/x.json $REPO/vllm/model_executor/models/good.py", repo)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip() == "error: --json /missing/dir/x.json: folder /missing/dir does not exist"

@@ -7,6 +7,12 @@ from pathlib import Path
 
 
 def relative(path: Path | str, cwd: Path | None = None) -> str:
+    """`relative_path` as text any output can hold: bytes of a name that are not UTF-8 are shown
+    as `\\xNN`."""
+    return relative_path(path, cwd).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def relative_path(path: Path | str, cwd: Path | None = None) -> str:
     """`path` relative to the current directory when it lies under it, else absolute."""
     cwd = (cwd or Path.cwd()).resolve()
     absolute = Path(os.path.abspath(path))

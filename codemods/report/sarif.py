@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from pathlib import Path
 from urllib.parse import quote
@@ -11,7 +12,7 @@ from .. import __version__
 from ..findings import Finding, Report
 from ..rules import ALL, Rule
 from ..rules.docs import explain_text
-from . import relative, repository_root
+from . import relative, relative_path, repository_root
 from .replacements import Replacement, per_finding
 
 VERSION = "2.1.0"
@@ -139,10 +140,10 @@ def replacement(r: Replacement) -> dict:
 
 
 def _artifact(path: Path, root: Path) -> dict:
-    shown = relative(path, root)
+    shown = relative_path(path, root)
     if shown.startswith("/"):
         return {"uri": Path(shown).as_uri()}
-    return {"uri": quote(shown), "uriBaseId": SRCROOT}
+    return {"uri": quote(os.fsencode(shown)), "uriBaseId": SRCROOT}
 
 
 def _fingerprint(f: Finding, root: Path) -> str:

@@ -10,7 +10,7 @@ from .api import run_smoke
 from .errors import SetupError, UsageError
 from .venv import setup
 
-EXIT_OK, EXIT_FAILED, EXIT_SETUP = 0, 1, 2
+EXIT_OK, EXIT_SETUP = 0, 2
 
 
 def main(
@@ -29,6 +29,9 @@ def main(
     echo_err: Callable[[str], None] = print,
 ) -> int:
     """Run the smoke and print its summary; returns the exit code (0 ok, 1 failed, 2 setup)."""
+    if json_out is not None and not json_out.parent.is_dir():
+        echo_err(f"error: --json {json_out}: folder {json_out.parent} does not exist")
+        return EXIT_SETUP
     try:
         if prepare:
             result = setup(echo=echo_err)
@@ -44,7 +47,11 @@ def main(
         return EXIT_SETUP
     echo(report.summary())
     if json_out is not None:
-        json_out.write_text(json.dumps(report.to_json(), indent=2) + "\n")
+        try:
+            json_out.write_text(json.dumps(report.to_json(), indent=2) + "\n")
+        except OSError as error:
+            echo_err(f"error: --json {json_out}: cannot write: {error.strerror or error}")
+            return EXIT_SETUP
     return report.exit_code
 
 
