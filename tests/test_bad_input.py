@@ -433,8 +433,8 @@ def test_evidence_shows_the_reported_line_after_characters_splitlines_breaks_at(
 SLOW_PARALLEL_CHECK = """
 import sys, time
 from pathlib import Path
-from codemods import engine
-from codemods.config import Options
+from contractfix import engine
+from contractfix.config import Options
 
 def slow(*args):
     time.sleep(120)
@@ -502,7 +502,7 @@ def test_jobs_is_capped_at_the_cpus_and_the_work(repo: Path, monkeypatch: pytest
 @pytest.mark.parametrize("value", ["0", "-5"])
 def test_non_positive_jobs_is_refused(repo: Path, value: str) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "cli", "check", "--no-cache", "--jobs", value, str(repo)], check=False,
+        [sys.executable, "-m", "contractfix", "check", "--no-cache", "--jobs", value, str(repo)], check=False,
         capture_output=True, text=True, cwd=Path(__file__).parents[1],
     )
     assert result.returncode == 2, result.stdout + result.stderr
@@ -553,7 +553,7 @@ def test_registry_option_naming_no_registry_is_an_error(repo: Path, given: str) 
     if not path.exists():
         pytest.skip(f"{given} does not exist here")
     result = subprocess.run(
-        [sys.executable, "-m", "cli", "fix", "--no-cache", "--registry", str(path), str(repo)], check=False,
+        [sys.executable, "-m", "contractfix", "fix", "--no-cache", "--registry", str(path), str(repo)], check=False,
         capture_output=True, text=True, cwd=Path(__file__).parents[1], timeout=120,
     )
     assert result.returncode == 2, result.stdout + result.stderr
@@ -578,8 +578,8 @@ def test_file_name_that_is_not_utf8_breaks_no_command(repo: Path, command: list[
     odd.write_text(violating("Odd"))
     put(repo, "empty\xff.py".encode("latin-1").decode("utf-8", "surrogateescape"), b"")
     result = subprocess.run(
-        [sys.executable, "-m", "cli", *command, "--no-cache", "."], check=False, capture_output=True,
-        cwd=repo, env={**os.environ, "PYTHONIOENCODING": "utf-8", "PYTHONPATH": str(Path(__file__).parents[1])},
+        [sys.executable, "-m", "contractfix", *command, "--no-cache", "."], check=False, capture_output=True,
+        cwd=repo, env={**os.environ, "PYTHONIOENCODING": "utf-8"},
     )
     out, err = result.stdout.decode("utf-8"), result.stderr.decode("utf-8")
     assert result.returncode in (0, 1) and "Traceback" not in err, out + err
@@ -593,12 +593,9 @@ def test_file_name_that_is_not_utf8_breaks_no_command(repo: Path, command: list[
 
 # Output and working directory that cannot be used: one-line error, exit 2 (issue 11, item 20).
 
-CODE_ROOT = Path(__file__).resolve().parents[1]
-
-
 def _cli_in_shell(script: str, repo: Path) -> subprocess.CompletedProcess:
-    """Run `script` with `$CLI` bound to `python -m cli` and `$REPO` to the checked tree."""
-    env = {**os.environ, "PYTHONPATH": str(CODE_ROOT), "CLI": f"{sys.executable} -m cli", "REPO": str(repo)}
+    """Run `script` with `$CLI` bound to `python -m contractfix` and `$REPO` to the checked tree."""
+    env = {**os.environ, "CLI": f"{sys.executable} -m contractfix", "REPO": str(repo)}
     return subprocess.run(["sh", "-c", script], check=False, capture_output=True, text=True, env=env, timeout=120)
 
 
