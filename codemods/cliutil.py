@@ -11,7 +11,7 @@ from pathlib import Path
 from . import config, engine
 from .findings import Report
 from .report import github as github_report
-from .report import json as json_report
+from .report import json_format as json_report
 from .report import stats
 from .report import text as text_report
 from .report.color import colorize

@@ -5,12 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from itertools import product
-from typing import TYPE_CHECKING
 
-from .facts import Guard
-
-if TYPE_CHECKING:
-    from .resolve import Side
+from .facts import Guard, Side
 
 MAX_CONDITIONS = 4
 
@@ -106,6 +102,3 @@ def _ordered(keys: set[str], sides: list[Side]) -> tuple[str, ...]:
                 order.append(u.use.key)
     return tuple(order)
 
-
-def unconditional(side: Side, key: str) -> bool:
-    return any(u.use.key == key and not u.use.guard for u in side.uses)

@@ -48,7 +48,6 @@ class Param:
     line: int
     column: int
     has_default: bool
-    default_is_none: bool
     annotation: str | None
 
 
@@ -170,3 +169,28 @@ class ModuleFacts:
     uses_typing_optional: bool = False
     future_annotations: bool = False
     suppressions: dict[int, tuple[str, ...]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Located:
+    """A key use with the file it sits in."""
+
+    path: str
+    use: KeyUse
+
+
+@dataclass
+class Side:
+    """The keys of one side of the contract (F, P or R); `complete` is False when some are unknown."""
+
+    uses: list[Located] = field(default_factory=list)
+    unknown: list[str] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        return not self.unknown and all(u.use.key is not None for u in self.uses)
+
+    def extend(self, other: Side, guard=()) -> None:
+        for u in other.uses:
+            self.uses.append(Located(u.path, KeyUse(u.use.key, u.use.line, guard + u.use.guard)))
+        self.unknown.extend(other.unknown)

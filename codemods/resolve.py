@@ -5,35 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .conditions import exclusive
-from .facts import Call, Guard, KeyUse, Producer
+from .facts import Call, Guard, KeyUse, Located, Producer, Side
 from .index import ClassRef, Index, Method
 
 NOT_MODULES = {"PPMissingLayer", "Identity", "ModuleList", "ModuleDict", "Sequential"}
-
-
-@dataclass(frozen=True)
-class Located:
-    """A key use with the file it sits in."""
-
-    path: str
-    use: KeyUse
-
-
-@dataclass
-class Side:
-    """The keys of one side of the contract (F, P or R); `complete` is False when some are unknown."""
-
-    uses: list[Located] = field(default_factory=list)
-    unknown: list[str] = field(default_factory=list)
-
-    @property
-    def complete(self) -> bool:
-        return not self.unknown and all(u.use.key is not None for u in self.uses)
-
-    def extend(self, other: Side, guard=()) -> None:
-        for u in other.uses:
-            self.uses.append(Located(u.path, KeyUse(u.use.key, u.use.line, guard + u.use.guard)))
-        self.unknown.extend(other.unknown)
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ import git
 
 from . import commit_message, config, engine, gh, gitops, prbody, sweeptree
 from .findings import FileError, Finding, Report
-from .report import json as json_report
+from .report import json_format as json_report
 from .smoke import SmokeReport, Tier, run_smoke
 
 DEFAULT_BRANCH = "contractfix/pp-contracts"

@@ -295,7 +295,6 @@ def _param(arg: ast.arg, kind: str, default: ast.expr | None) -> Param:
         line=arg.lineno,
         column=arg.col_offset,
         has_default=default is not None,
-        default_is_none=isinstance(default, ast.Constant) and default.value is None,
         annotation=ast.unparse(arg.annotation) if arg.annotation is not None else None,
     )
 

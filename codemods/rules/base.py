@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..facts import Producer
+from ..facts import Located, Producer
 from ..findings import Applicability, Evidence, Finding, Fix
 from ..index import ClassRef, Index
-from ..resolve import Branch, Located, Resolver, Traffic
+from ..resolve import Branch, Resolver, Traffic
 from ..sourcelines import SourceLines
 
 
