@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable
 
 from .base import Rule
+
+
+def change(rule: Rule) -> str:
+    """What turns `before` into `after`, as a unified diff without file headers."""
+    lines = difflib.unified_diff(rule.before.splitlines(), rule.after.splitlines(), n=1, lineterm="")
+    return "\n".join(line for line in lines if not line.startswith(("---", "+++")))
+
+
+def _after_label(rule: Rule) -> str:
+    return "The fix" if rule.fix else "By hand (no automatic fix)"
 
 
 def rules_table(rules: Iterable[Rule]) -> str:
@@ -19,7 +30,7 @@ def explain_text(rule: Rule) -> str:
     indent = lambda code: "\n".join("    " + line for line in code.rstrip("\n").splitlines())  # noqa: E731
     return (
         f"{rule.code} {rule.name} (fix: {rule.fix_label})\n\n{rule.summary}\n\n{rule.rationale}\n\n"
-        f"Before:\n{indent(rule.before)}\n\nAfter:\n{indent(rule.after)}\n"
+        f"Before:\n{indent(rule.before)}\n\n{_after_label(rule)}:\n{indent(change(rule))}\n"
     )
 
 
@@ -37,6 +48,6 @@ def markdown_section(rules: Iterable[Rule]) -> str:
         parts += [
             f"### {r.code} `{r.name}` (fix: {r.fix_label})", "", r.rationale, "",
             "Before:", "```python", r.before.rstrip("\n"), "```",
-            "After:", "```python", r.after.rstrip("\n"), "```", "",
+            f"{_after_label(r)}:", "```diff", change(r), "```", "",
         ]
     return "\n".join(parts)

@@ -11,6 +11,46 @@ from ..index import ClassRef
 from ..resolve import Branch, Traffic
 from .base import Context, FactorySite, FactoryUser, Rule, guard_text, quote_keys
 
+BEFORE = '''\
+class Step3TextModel(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.make_empty_intermediate_tensors = make_empty_intermediate_tensors_factory(
+            ["hidden_states"], config.hidden_size
+        )
+
+    def forward(self, input_ids, positions, intermediate_tensors=None):
+        if get_pp_group().is_first_rank:
+            hidden_states, residual = self.embed_tokens(input_ids), None
+        else:
+            hidden_states = intermediate_tensors["hidden_states"]
+            residual = intermediate_tensors["residual"]
+        hidden_states, residual = self.layers(positions, hidden_states, residual)
+        if not get_pp_group().is_last_rank:
+            return IntermediateTensors({"hidden_states": hidden_states, "residual": residual})
+        return self.norm(hidden_states, residual)
+'''
+
+AFTER = '''\
+class Step3TextModel(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.make_empty_intermediate_tensors = make_empty_intermediate_tensors_factory(
+            ["hidden_states", "residual"], config.hidden_size
+        )
+
+    def forward(self, input_ids, positions, intermediate_tensors=None):
+        if get_pp_group().is_first_rank:
+            hidden_states, residual = self.embed_tokens(input_ids), None
+        else:
+            hidden_states = intermediate_tensors["hidden_states"]
+            residual = intermediate_tensors["residual"]
+        hidden_states, residual = self.layers(positions, hidden_states, residual)
+        if not get_pp_group().is_last_rank:
+            return IntermediateTensors({"hidden_states": hidden_states, "residual": residual})
+        return self.norm(hidden_states, residual)
+'''
+
 RULE = Rule(
     code="PP001",
     name="key-not-allocated",
@@ -26,16 +66,8 @@ RULE = Rule(
         "read but never sent is reported only, since allocating it would break the newer runner the "
         "other way."
     ),
-    before=(
-        "self.make_empty_intermediate_tensors = make_empty_intermediate_tensors_factory(\n"
-        "    [\"hidden_states\"], config.hidden_size\n)\n"
-        "...\n"
-        "return IntermediateTensors({\"hidden_states\": hidden_states, \"residual\": residual})\n"
-    ),
-    after=(
-        "self.make_empty_intermediate_tensors = make_empty_intermediate_tensors_factory(\n"
-        "    [\"hidden_states\", \"residual\"], config.hidden_size\n)\n"
-    ),
+    before=BEFORE,
+    after=AFTER,
     fix=Applicability.SAFE,
 )
 

@@ -11,6 +11,32 @@ from ..findings import Applicability, Evidence, Finding, Fix
 from ..index import ClassRef
 from .base import Context, Rule
 
+BEFORE = '''\
+class Gemma3ForCausalLM(nn.Module, SupportsPP):
+    def __init__(self, *, vllm_config, prefix=""):
+        super().__init__()
+        self.model = Gemma3Model(vllm_config=vllm_config, prefix=prefix)
+        self.make_empty_intermediate_tensors = self.model.make_empty_intermediate_tensors
+
+    def forward(self, input_ids, positions,
+                intermediate_tensors: IntermediateTensors | None,
+                inputs_embeds: torch.Tensor | None = None):
+        return self.model(input_ids, positions, intermediate_tensors, inputs_embeds)
+'''
+
+AFTER = '''\
+class Gemma3ForCausalLM(nn.Module, SupportsPP):
+    def __init__(self, *, vllm_config, prefix=""):
+        super().__init__()
+        self.model = Gemma3Model(vllm_config=vllm_config, prefix=prefix)
+        self.make_empty_intermediate_tensors = self.model.make_empty_intermediate_tensors
+
+    def forward(self, input_ids, positions,
+                intermediate_tensors: IntermediateTensors | None = None,
+                inputs_embeds: torch.Tensor | None = None):
+        return self.model(input_ids, positions, intermediate_tensors, inputs_embeds)
+'''
+
 RULE = Rule(
     code="PP002",
     name="intermediate-tensors-default",
@@ -23,16 +49,8 @@ RULE = Rule(
         "the ones each registered architecture resolves to; inner `*Model.forward`s called "
         "positionally by their wrapper are left alone unless `--pp002-scope all`."
     ),
-    before=(
-        "def forward(self, input_ids, positions,\n"
-        "            intermediate_tensors: IntermediateTensors | None,\n"
-        "            inputs_embeds: torch.Tensor | None = None):\n"
-    ),
-    after=(
-        "def forward(self, input_ids, positions,\n"
-        "            intermediate_tensors: IntermediateTensors | None = None,\n"
-        "            inputs_embeds: torch.Tensor | None = None):\n"
-    ),
+    before=BEFORE,
+    after=AFTER,
     fix=Applicability.SAFE,
 )
 

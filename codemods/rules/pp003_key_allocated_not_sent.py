@@ -10,6 +10,44 @@ from ..edits import RemoveFactoryKeys
 from ..findings import Applicability, Finding, Fix
 from .base import Context, FactorySite, FactoryUser, Rule, guard_text, quote_keys
 
+BEFORE = '''\
+class FalconH1Model(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.make_empty_intermediate_tensors = make_empty_intermediate_tensors_factory(
+            ["hidden_states", "residual"], config.hidden_size
+        )
+
+    def forward(self, input_ids, positions, intermediate_tensors=None):
+        if get_pp_group().is_first_rank:
+            hidden_states = self.embed_tokens(input_ids)
+        else:
+            hidden_states = intermediate_tensors["hidden_states"]
+        hidden_states = self.layers(positions, hidden_states)
+        if not get_pp_group().is_last_rank:
+            return IntermediateTensors({"hidden_states": hidden_states})
+        return self.final_layernorm(hidden_states)
+'''
+
+AFTER = '''\
+class FalconH1Model(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.make_empty_intermediate_tensors = make_empty_intermediate_tensors_factory(
+            ["hidden_states"], config.hidden_size
+        )
+
+    def forward(self, input_ids, positions, intermediate_tensors=None):
+        if get_pp_group().is_first_rank:
+            hidden_states = self.embed_tokens(input_ids)
+        else:
+            hidden_states = intermediate_tensors["hidden_states"]
+        hidden_states = self.layers(positions, hidden_states)
+        if not get_pp_group().is_last_rank:
+            return IntermediateTensors({"hidden_states": hidden_states})
+        return self.final_layernorm(hidden_states)
+'''
+
 RULE = Rule(
     code="PP003",
     name="key-allocated-not-sent",
@@ -22,16 +60,8 @@ RULE = Rule(
         "list, for a factory assigned per configuration) when the sent keys are known exactly and the "
         "key is not read; otherwise it is reported only."
     ),
-    before=(
-        "self.make_empty_intermediate_tensors = make_empty_intermediate_tensors_factory(\n"
-        "    [\"hidden_states\", \"residual\"], config.hidden_size\n)\n"
-        "...\n"
-        "return IntermediateTensors({\"hidden_states\": hidden_states})\n"
-    ),
-    after=(
-        "self.make_empty_intermediate_tensors = make_empty_intermediate_tensors_factory(\n"
-        "    [\"hidden_states\"], config.hidden_size\n)\n"
-    ),
+    before=BEFORE,
+    after=AFTER,
     fix=Applicability.SAFE,
 )
 

@@ -9,6 +9,45 @@ from ..findings import Applicability, Evidence, Finding, Fix
 from ..index import ClassRef
 from .base import Context, Rule
 
+BEFORE = '''\
+class KimiLinearModel(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.make_empty_intermediate_tensors = make_empty_intermediate_tensors_factory(
+            ["hidden_states"], config.hidden_size
+        )
+
+
+class KimiLinearForCausalLM(nn.Module, SupportsPP):
+    def __init__(self, *, vllm_config, prefix=""):
+        super().__init__()
+        self.model = KimiLinearModel(vllm_config.model_config.hf_config)
+
+    def forward(self, input_ids, positions, intermediate_tensors=None):
+        return self.model(input_ids, positions, intermediate_tensors)
+'''
+
+AFTER = '''\
+class KimiLinearModel(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.make_empty_intermediate_tensors = make_empty_intermediate_tensors_factory(
+            ["hidden_states"], config.hidden_size
+        )
+
+
+class KimiLinearForCausalLM(nn.Module, SupportsPP):
+    def __init__(self, *, vllm_config, prefix=""):
+        super().__init__()
+        self.model = KimiLinearModel(vllm_config.model_config.hf_config)
+        self.make_empty_intermediate_tensors = (
+            self.model.make_empty_intermediate_tensors
+        )
+
+    def forward(self, input_ids, positions, intermediate_tensors=None):
+        return self.model(input_ids, positions, intermediate_tensors)
+'''
+
 RULE = Rule(
     code="PP004",
     name="missing-empty-tensors-factory",
@@ -25,19 +64,8 @@ RULE = Rule(
         "forward hands `intermediate_tensors` to exactly one submodule: safe when the submodule's "
         "class is known and has a producer, unsafe when it is built dynamically."
     ),
-    before=(
-        "class KimiLinearForCausalLM(nn.Module, SupportsPP):\n"
-        "    def __init__(self, *, vllm_config, prefix=\"\"):\n"
-        "        super().__init__()\n"
-        "        self.model = KimiLinearModel(vllm_config=vllm_config, prefix=prefix)\n"
-    ),
-    after=(
-        "class KimiLinearForCausalLM(nn.Module, SupportsPP):\n"
-        "    def __init__(self, *, vllm_config, prefix=\"\"):\n"
-        "        super().__init__()\n"
-        "        self.model = KimiLinearModel(vllm_config=vllm_config, prefix=prefix)\n"
-        "        self.make_empty_intermediate_tensors = self.model.make_empty_intermediate_tensors\n"
-    ),
+    before=BEFORE,
+    after=AFTER,
     fix=Applicability.SAFE,
 )
 

@@ -6,6 +6,46 @@ from ..conditions import missing
 from ..findings import Finding
 from .base import Context, Rule, quote_keys
 
+BEFORE = '''\
+class SenderForgotModel(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.make_empty_intermediate_tensors = make_empty_intermediate_tensors_factory(
+            ["hidden_states", "residual"], config.hidden_size
+        )
+
+    def forward(self, input_ids, positions, intermediate_tensors=None):
+        if get_pp_group().is_first_rank:
+            hidden_states, residual = self.embed_tokens(input_ids), None
+        else:
+            hidden_states = intermediate_tensors["hidden_states"]
+            residual = intermediate_tensors["residual"]
+        hidden_states, residual = self.layers(positions, hidden_states, residual)
+        if not get_pp_group().is_last_rank:
+            return IntermediateTensors({"hidden_states": hidden_states})
+        return self.norm(hidden_states, residual)
+'''
+
+AFTER = '''\
+class SenderForgotModel(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.make_empty_intermediate_tensors = make_empty_intermediate_tensors_factory(
+            ["hidden_states", "residual"], config.hidden_size
+        )
+
+    def forward(self, input_ids, positions, intermediate_tensors=None):
+        if get_pp_group().is_first_rank:
+            hidden_states, residual = self.embed_tokens(input_ids), None
+        else:
+            hidden_states = intermediate_tensors["hidden_states"]
+            residual = intermediate_tensors["residual"]
+        hidden_states, residual = self.layers(positions, hidden_states, residual)
+        if not get_pp_group().is_last_rank:
+            return IntermediateTensors({"hidden_states": hidden_states, "residual": residual})
+        return self.norm(hidden_states, residual)
+'''
+
 RULE = Rule(
     code="PP005",
     name="key-read-not-sent",
@@ -17,16 +57,8 @@ RULE = Rule(
         "modelling decision, so there is no automatic fix. (Keys read that are not allocated "
         "either are PP001's.)"
     ),
-    before=(
-        "residual = intermediate_tensors[\"residual\"]\n"
-        "...\n"
-        "return IntermediateTensors({\"hidden_states\": hidden_states})\n"
-    ),
-    after=(
-        "residual = intermediate_tensors[\"residual\"]\n"
-        "...\n"
-        "return IntermediateTensors({\"hidden_states\": hidden_states, \"residual\": residual})\n"
-    ),
+    before=BEFORE,
+    after=AFTER,
     fix=None,
 )
 

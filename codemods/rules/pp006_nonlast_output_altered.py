@@ -8,6 +8,39 @@ from ..edits import EarlyReturn
 from ..findings import Applicability, Evidence, Finding, Fix
 from .base import Context, Rule
 
+BEFORE = '''\
+from torch import nn
+
+
+class ScaledForCausalLM(nn.Module, SupportsPP):
+    def __init__(self, *, vllm_config, prefix=""):
+        super().__init__()
+        self.model = LlamaModel(vllm_config=vllm_config, prefix=prefix)
+        self.make_empty_intermediate_tensors = self.model.make_empty_intermediate_tensors
+
+    def forward(self, input_ids, positions, intermediate_tensors=None):
+        hidden_states = self.model(input_ids, positions, intermediate_tensors)
+        return hidden_states / self.scale
+'''
+
+AFTER = '''\
+from torch import nn
+from vllm.distributed import get_pp_group
+
+
+class ScaledForCausalLM(nn.Module, SupportsPP):
+    def __init__(self, *, vllm_config, prefix=""):
+        super().__init__()
+        self.model = LlamaModel(vllm_config=vllm_config, prefix=prefix)
+        self.make_empty_intermediate_tensors = self.model.make_empty_intermediate_tensors
+
+    def forward(self, input_ids, positions, intermediate_tensors=None):
+        hidden_states = self.model(input_ids, positions, intermediate_tensors)
+        if not get_pp_group().is_last_rank:
+            return hidden_states
+        return hidden_states / self.scale
+'''
+
 RULE = Rule(
     code="PP006",
     name="nonlast-output-altered",
@@ -19,16 +52,8 @@ RULE = Rule(
         "unchanged there first; it is unsafe because the wrapper may rely on the transformation "
         "in ways only a human can judge."
     ),
-    before=(
-        "hidden_states = self.model(input_ids, positions, intermediate_tensors)\n"
-        "return hidden_states / self.scale\n"
-    ),
-    after=(
-        "hidden_states = self.model(input_ids, positions, intermediate_tensors)\n"
-        "if not get_pp_group().is_last_rank:\n"
-        "    return hidden_states\n"
-        "return hidden_states / self.scale\n"
-    ),
+    before=BEFORE,
+    after=AFTER,
     fix=Applicability.UNSAFE,
 )
 

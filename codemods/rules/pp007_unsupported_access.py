@@ -8,6 +8,22 @@ from ..edits import TensorsAccess
 from ..findings import Applicability, Evidence, Finding, Fix
 from .base import Context, Rule
 
+BEFORE = '''\
+class Gemma4Model(nn.Module):
+    def forward(self, input_ids, positions, intermediate_tensors=None, per_layer_inputs=None):
+        if not get_pp_group().is_first_rank:
+            per_layer_inputs = intermediate_tensors.get("per_layer_inputs")
+        return self.layers(input_ids, positions, per_layer_inputs)
+'''
+
+AFTER = '''\
+class Gemma4Model(nn.Module):
+    def forward(self, input_ids, positions, intermediate_tensors=None, per_layer_inputs=None):
+        if not get_pp_group().is_first_rank:
+            per_layer_inputs = intermediate_tensors.tensors.get("per_layer_inputs")
+        return self.layers(input_ids, positions, per_layer_inputs)
+'''
+
 RULE = Rule(
     code="PP007",
     name="unsupported-access",
@@ -19,8 +35,8 @@ RULE = Rule(
         "back to integer indexing and never terminates. The fix goes through the underlying dict: "
         "`x.tensors.get(\"k\")`, `x.tensors.keys()`, `\"k\" in x.tensors`."
     ),
-    before="per_layer = intermediate_tensors.get(\"per_layer_inputs\")\n",
-    after="per_layer = intermediate_tensors.tensors.get(\"per_layer_inputs\")\n",
+    before=BEFORE,
+    after=AFTER,
     fix=Applicability.SAFE,
 )
 

@@ -7,6 +7,18 @@ from pathlib import Path
 from ..findings import Evidence, Finding
 from .base import Context, Rule
 
+BEFORE = '''\
+class LlamaModel(nn.Module):  # contractfix: ignore[PP001]
+    def forward(self, input_ids, positions, intermediate_tensors=None):
+        return self.layers(input_ids, positions)
+'''
+
+AFTER = '''\
+class LlamaModel(nn.Module):
+    def forward(self, input_ids, positions, intermediate_tensors=None):
+        return self.layers(input_ids, positions)
+'''
+
 RULE = Rule(
     code="PP100",
     name="unused-suppression",
@@ -15,8 +27,8 @@ RULE = Rule(
         "Suppressions outlive the code they were written for. One that silences nothing hides the "
         "next real finding of that rule on that line; remove it (like ruff's RUF100)."
     ),
-    before="class LlamaModel(nn.Module):  # contractfix: ignore[PP001]\n",
-    after="class LlamaModel(nn.Module):\n",
+    before=BEFORE,
+    after=AFTER,
     fix=None,
     checks_suppressions=True,
 )
