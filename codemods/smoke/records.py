@@ -1,59 +1,15 @@
-"""Smoke results as data: one record per (architecture, tier, check, PP size), and the report."""
+"""Smoke results as data: one record per (architecture, tier, check, PP size), and the report.
+
+A record's format is defined once, beside the harness that writes it (`harness/smoke_records.py`,
+importable under vLLM's Python without contractfix)."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
-from enum import Enum
+from dataclasses import dataclass, field
 
+from .harness.smoke_records import CheckRecord, Status
 
-class Status(str, Enum):
-    PASS = "pass"
-    FAIL = "fail"
-    SKIP = "skip"
-
-
-@dataclass
-class CheckRecord:
-    """The outcome of one check.
-
-    `arch` is empty for file-level checks (the static tier); `path` is the changed file (None
-    when the installed module ran); `pp` is the PP size the check ran at; `error` is an excerpt
-    of what went wrong; `keys` the intermediate-tensor keys the check saw, by role.
-    """
-
-    arch: str
-    tier: str
-    check: str
-    status: Status
-    reason: str = ""
-    duration_s: float = 0.0
-    error: str = ""
-    keys: dict[str, list[str]] = field(default_factory=dict)
-    pp: int | None = None
-    path: str | None = None
-    device: str | None = None
-    notes: list[str] = field(default_factory=list)
-
-    def to_json(self) -> dict:
-        data = asdict(self)
-        data["status"] = self.status.value
-        data["duration_s"] = round(self.duration_s, 3)
-        return data
-
-    @classmethod
-    def from_json(cls, data: dict) -> CheckRecord:
-        """A record from its JSON form (as the harness writes it); unknown fields are an error."""
-        known = {f.name for f in fields(cls)}
-        unknown = set(data) - known
-        if unknown:
-            raise ValueError(f"unknown record fields: {sorted(unknown)}")
-        return cls(**{**data, "status": Status(data["status"])})
-
-    @property
-    def label(self) -> str:
-        where = self.arch or self.path or "?"
-        pp = f" PP={self.pp}" if self.pp else ""
-        return f"{self.tier:8} {where}{pp} {self.check}"
+__all__ = ["CheckRecord", "SmokeReport", "Status"]
 
 
 @dataclass

@@ -7,6 +7,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+from contractfix.smoke.records import CheckRecord, Status
+
 REGISTRY = textwrap.dedent(
     """
     _TEXT_GENERATION_MODELS = {
@@ -79,5 +81,5 @@ def fake_python(folder: Path, behaviour: dict) -> Path:
 
 def record(arch: str, check: str, status: str, pp: int | None, path: str | None, **extra) -> dict:
     """A record as the harness writes it."""
-    return {"arch": arch, "tier": "contract", "path": path, "device": "cpu", "check": check, "status": status,
-            "pp": pp, "reason": "", "duration_s": 0.1, "error": "", "keys": {}, "notes": [], **extra}
+    return CheckRecord(arch, "contract", check, Status(status), pp=pp, path=path, device="cpu", duration_s=0.1,
+                       **extra).to_json()

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from dataclasses import fields
+from pathlib import Path
 
 import pytest
 
+from contractfix.smoke.launch import HARNESS
 from contractfix.smoke.records import CheckRecord, SmokeReport, Status
 
-FIELDS = {"arch", "tier", "check", "status", "reason", "duration_s", "error", "keys", "pp", "path", "device", "notes"}
+FIELDS = {f.name for f in fields(CheckRecord)}
 
 
 def _rec(status: Status, check: str = "chain-equals-pp1", **extra) -> CheckRecord:
@@ -68,3 +73,35 @@ def test_summary_shows_failures_with_their_error_and_the_verdict() -> None:
 def test_summary_says_when_only_skips_block_the_run() -> None:
     text = SmokeReport([_rec(Status.PASS), _rec(Status.SKIP, reason="no config class")]).summary()
     assert "smoke FAILED (skips need --allow-skip)" in text
+
+
+HARNESS_WRITES = """
+import sys
+sys.path.insert(0, sys.argv[1])
+from smoke_records import Emitter
+
+emit = Emitter(sys.argv[2], arch="LlamaForCausalLM", tier="contract", path="/t/llama.py", device="cpu")
+emit("build", "pass", pp=1, duration_s=1.23456, notes=["tiny config"])
+emit("factory-keys", "fail", pp=2, keys={"allocated": ["hidden_states"], "sent": ["hidden_states", "residual"]},
+     error="rank 1: KeyError: 'residual'")
+emit("chain-equals-pp1", "skip", pp=4, reason="the config has 2 layers, fewer than PP=4")
+Emitter(sys.argv[2], arch="", tier="static", path="/t/llama.py", device=None)("compiles", "pass")
+assert not [m for m in sys.modules if m.startswith(("contractfix", "codemods"))], "the harness imported contractfix"
+"""
+
+
+def test_the_harness_output_parses_on_the_host(tmp_path: Path) -> None:
+    """The harness's own writer, run the way the harness runs it (its folder on the path, no
+    contractfix, no vLLM), writes lines the host reads back into the records it meant."""
+    results = tmp_path / "records.jsonl"
+    subprocess.run([sys.executable, "-I", "-c", HARNESS_WRITES, str(HARNESS), str(results)], check=True, timeout=60)
+    records = [CheckRecord.from_json(json.loads(line)) for line in results.read_text().splitlines()]
+    assert [(r.check, r.status, r.pp) for r in records] == [
+        ("build", Status.PASS, 1), ("factory-keys", Status.FAIL, 2), ("chain-equals-pp1", Status.SKIP, 4),
+        ("compiles", Status.PASS, None),
+    ]
+    assert records[0].duration_s == 1.235 and records[0].notes == ["tiny config"]
+    assert records[1].keys["sent"] == ["hidden_states", "residual"] and "KeyError" in records[1].error
+    assert records[2].reason.startswith("the config has 2 layers")
+    assert (records[3].arch, records[3].tier, records[3].device) == ("", "static", None)
+    assert all(set(json.loads(line)) == FIELDS for line in results.read_text().splitlines())

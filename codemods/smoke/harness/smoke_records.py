@@ -1,10 +1,64 @@
-"""Write check records as JSON lines, one flushed line per record, so a killed run keeps its results."""
+"""Check records: their one definition (the host imports it from here; the harness runs under
+vLLM's Python, without contractfix), and writing them as JSON lines, one flushed line per record,
+so a killed run keeps its results."""
 
 from __future__ import annotations
 
 import json
 import os
 import traceback
+from dataclasses import asdict, dataclass, field, fields
+from enum import Enum
+
+
+class Status(str, Enum):
+    PASS = "pass"
+    FAIL = "fail"
+    SKIP = "skip"
+
+
+@dataclass
+class CheckRecord:
+    """The outcome of one check.
+
+    `arch` is empty for file-level checks (the static tier); `path` is the changed file (None
+    when the installed module ran); `pp` is the PP size the check ran at; `error` is an excerpt
+    of what went wrong; `keys` the intermediate-tensor keys the check saw, by role.
+    """
+
+    arch: str
+    tier: str
+    check: str
+    status: Status
+    reason: str = ""
+    duration_s: float = 0.0
+    error: str = ""
+    keys: dict[str, list[str]] = field(default_factory=dict)
+    pp: int | None = None
+    path: str | None = None
+    device: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        data = asdict(self)
+        data["status"] = self.status.value
+        data["duration_s"] = round(self.duration_s, 3)
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict) -> CheckRecord:
+        """A record from its JSON form (as the harness writes it); unknown fields are an error."""
+        known = {f.name for f in fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise ValueError(f"unknown record fields: {sorted(unknown)}")
+        return cls(**{**data, "status": Status(data["status"])})
+
+    @property
+    def label(self) -> str:
+        where = self.arch or self.path or "?"
+        pp = f" PP={self.pp}" if self.pp else ""
+        return f"{self.tier:8} {where}{pp} {self.check}"
 
 
 class Emitter:
@@ -17,19 +71,10 @@ class Emitter:
     def __call__(self, check: str, status: str, *, pp: int | None = None, reason: str = "",
                  duration_s: float = 0.0, error: str = "", keys: dict | None = None,
                  notes: list[str] | None = None) -> None:
-        record = {
-            **self.common,
-            "check": check,
-            "status": status,
-            "pp": pp,
-            "reason": reason,
-            "duration_s": round(duration_s, 3),
-            "error": error,
-            "keys": keys or {},
-            "notes": notes or [],
-        }
+        record = CheckRecord(**self.common, check=check, status=Status(status), pp=pp, reason=reason,
+                             duration_s=duration_s, error=error, keys=keys or {}, notes=notes or [])
         with open(self.results, "a") as handle:
-            handle.write(json.dumps(record) + "\n")
+            handle.write(json.dumps(record.to_json()) + "\n")
 
 
 def excerpt(step: str, exc: BaseException, source: str | None = None) -> str:
