@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .findings import FileError
+from .vllm_names import PARAM, PP_INTERFACE, PRODUCER, TENSORS_CLASS
 
-MARKERS = (b"intermediate_tensors", b"IntermediateTensors", b"SupportsPP")
-DEFINES = (b"def forward", b"make_empty_intermediate_tensors")
+MARKERS = (PARAM.encode(), TENSORS_CLASS.encode(), PP_INTERFACE.encode())
+DEFINES = (b"def forward", PRODUCER.encode())
 SKIPS_INIT = (b".__init__(self", b", self).__init__(")
 LOADS = (b"def load_weights", b"named_parameters")
 """A weight loader over the parameter dict (PP008): both must occur."""

@@ -21,9 +21,9 @@ from .index import ClassRef, Index, import_root, module_name
 from .registry import RegistryEntry, RegistryError, find_registry, load_registry, root_of
 from .resolve import Resolver
 from .suppress import apply_suppressions
+from .vllm_names import DRAFT_TABLE, PP_INTERFACE
 
 PARALLEL_THRESHOLD = 48
-DRAFT_TABLE = "SPECULATIVE"
 
 
 @dataclass
@@ -295,7 +295,7 @@ def _entries(session: Session, subjects: list[ClassRef], registered: list) -> tu
     call their forward without `intermediate_tensors`."""
     index = session.index
     if session.registry is None:
-        return [r for r in subjects if "SupportsPP" in index.base_names(r)], [], False
+        return [r for r in subjects if PP_INTERFACE in index.base_names(r)], [], False
     root = root_of(session.registry)
     names = {c.name for m in session.targets for c in m.classes.values()}
     encoded = {n.encode() for n in names}

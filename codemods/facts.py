@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from .auxstates import AuxFacts
 from .loading import LoadingFacts
+from .vllm_names import PRODUCER
 
 Guard = tuple[tuple[str, bool], ...]
 """Conjunction of configuration conditions: (normalized condition source, polarity)."""
@@ -113,7 +114,7 @@ class Producer:
     list_column: int = 0
     target: tuple[str, ...] = ()
     method: str = ""
-    attr: str = "make_empty_intermediate_tensors"
+    attr: str = PRODUCER
     scope: str = ""
     """The method whose body assigns it ("__init__", ...); empty for a method or class attribute."""
 

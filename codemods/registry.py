@@ -7,9 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .discover import read_regular
-
-REGISTRY = Path("vllm/model_executor/models/registry.py")
-MODELS_PACKAGE = "vllm.model_executor.models"
+from .vllm_names import MODELS_PACKAGE, REGISTRY, REGISTRY_TABLE_SUFFIX
 
 
 @dataclass(frozen=True)
@@ -63,7 +61,7 @@ def load_registry(path: Path) -> list[RegistryEntry]:
         target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else (
             node.target if isinstance(node, ast.AnnAssign) else None
         )
-        if not (isinstance(target, ast.Name) and target.id.endswith("_MODELS")):
+        if not (isinstance(target, ast.Name) and target.id.endswith(REGISTRY_TABLE_SUFFIX)):
             continue
         if not isinstance(node.value, ast.Dict):
             continue

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import ast
 
-ATTR = "make_empty_intermediate_tensors"
-FACTORY = "make_empty_intermediate_tensors_factory"
-IT = "intermediate_tensors"
-IT_CLASS = "IntermediateTensors"
+from .. import vllm_names
+
+ATTR = vllm_names.PRODUCER
+FACTORY = vllm_names.FACTORY
+IT = vllm_names.PARAM
+IT_CLASS = vllm_names.TENSORS_CLASS
 DYNAMIC_BUILDERS = {"init_vllm_registered_model", "initialize_model", "build_model", "_init_model", "init_model"}
 RANK_WORDS = ("is_first_rank", "is_last_rank", "get_pp_group", "pp_group", IT, "pp_rank", "pp_size",
               "start_layer", "end_layer")  # a rank's layer range (make_layers) is per rank, not configuration

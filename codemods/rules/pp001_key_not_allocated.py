@@ -9,6 +9,7 @@ from ..edits import AddFactoryKeys, CloneDictEntry
 from ..findings import Applicability, Finding, Fix
 from ..index import ClassRef
 from ..resolve import Branch, Traffic
+from ..vllm_names import PARAM
 from .base import Context, FactorySite, FactoryUser, Rule, guard_text, quote_keys
 
 BEFORE = '''\
@@ -78,7 +79,7 @@ def check(ctx: Context) -> list[Finding]:
     reported: set[tuple] = set()  # one read-only finding per (class, keys), one conditional per (site, keys)
     for ref in ctx.subjects:
         traffic = ctx.resolver.traffic(ref)
-        if traffic.forward is None or traffic.forward.fn.param("intermediate_tensors") is None:
+        if traffic.forward is None or traffic.forward.fn.param(PARAM) is None:
             continue
         alloc = ctx.resolver.allocation(ref)
         if alloc.missing or not alloc.side.complete or not alloc.sites:

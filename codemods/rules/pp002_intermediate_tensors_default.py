@@ -9,6 +9,7 @@ from ..edits import DefaultNone
 from ..facts import FunctionFacts, ModuleFacts
 from ..findings import Applicability, Evidence, Finding, Fix
 from ..index import ClassRef
+from ..vllm_names import PARAM
 from .base import Context, Rule
 
 BEFORE = '''\
@@ -66,7 +67,7 @@ def check(ctx: Context) -> list[Finding]:
         if found is None:
             continue
         owner, fn = found.owner, found.fn
-        param = fn.param("intermediate_tensors")
+        param = fn.param(PARAM)
         if param is None or param.has_default or owner.cls.is_protocol:
             continue
         if (owner.module.path, fn.line) in seen:
@@ -85,7 +86,7 @@ def _candidates(ctx: Context) -> list[ClassRef]:
 
 
 def _finding(ctx: Context, entry: ClassRef, owner: ClassRef, fn: FunctionFacts) -> Finding:
-    param = fn.param("intermediate_tensors")
+    param = fn.param(PARAM)
     why_entry = (
         f"entry forward of registered {entry.cls.name}" if ctx.registry_found else
         f"{entry.cls.name} declares SupportsPP (no registry found)"
@@ -107,7 +108,7 @@ def _finding(ctx: Context, entry: ClassRef, owner: ClassRef, fn: FunctionFacts) 
 
 
 def _plan(ctx: Context, owner: ClassRef, fn: FunctionFacts) -> tuple[Fix | None, str]:
-    param = fn.param("intermediate_tensors")
+    param = fn.param(PARAM)
     to_default = [param.name]
     if param.kind in POSITIONAL:
         index = fn.params.index(param)

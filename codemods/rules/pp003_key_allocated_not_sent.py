@@ -8,6 +8,7 @@ from pathlib import Path
 from ..conditions import missing
 from ..edits import RemoveFactoryKeys
 from ..findings import Applicability, Finding, Fix
+from ..vllm_names import PARAM
 from .base import Context, FactorySite, FactoryUser, Rule, guard_text, quote_keys
 
 BEFORE = '''\
@@ -70,7 +71,7 @@ def check(ctx: Context) -> list[Finding]:
     by_site: dict[FactorySite, list[FactoryUser]] = {}
     for ref in ctx.subjects:
         traffic = ctx.resolver.traffic(ref)
-        if traffic.forward is None or traffic.forward.fn.param("intermediate_tensors") is None:
+        if traffic.forward is None or traffic.forward.fn.param(PARAM) is None:
             continue
         if not traffic.sends.uses or not traffic.sends.complete:
             continue

@@ -7,6 +7,7 @@ from pathlib import Path
 from ..edits import InsertDelegation
 from ..findings import Applicability, Evidence, Finding, Fix
 from ..index import ClassRef
+from ..vllm_names import PP_INTERFACE
 from .base import Context, Rule
 
 BEFORE = '''\
@@ -75,7 +76,7 @@ def check(ctx: Context) -> list[Finding]:
     (a delegation in its `__init__`) they inherit, that `__init__` running for them too."""
     missing = [
         ref for ref in ctx.entries
-        if not ref.cls.is_protocol and "SupportsPP" in ctx.index.base_names(ref)
+        if not ref.cls.is_protocol and PP_INTERFACE in ctx.index.base_names(ref)
         and ctx.resolver.allocation(ref).missing
     ]
     findings = {ref: _finding(ctx, ref) for ref in missing}

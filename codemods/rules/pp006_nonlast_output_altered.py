@@ -6,6 +6,7 @@ from pathlib import Path
 
 from ..edits import EarlyReturn
 from ..findings import Applicability, Evidence, Finding, Fix
+from ..vllm_names import PP_INTERFACE
 from .base import Context, Rule
 
 BEFORE = '''\
@@ -69,7 +70,7 @@ def check(ctx: Context) -> list[Finding]:
     findings = []
     seen = set()
     for ref in ctx.subjects:
-        if "SupportsPP" not in ctx.index.base_names(ref):
+        if PP_INTERFACE not in ctx.index.base_names(ref):
             continue
         found = ctx.index.find_method(ref, "forward")
         if found is None:

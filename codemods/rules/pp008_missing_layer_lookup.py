@@ -9,6 +9,7 @@ from ..edits import MissingGuard
 from ..findings import Applicability, Evidence, Finding, Fix
 from ..index import ClassRef
 from ..loading import Loader, Lookup, Split
+from ..vllm_names import PP_INTERFACE
 from .base import Context, Rule
 from .holders import held_by
 
@@ -78,7 +79,7 @@ def check(ctx: Context) -> list[Finding]:
                 if where in seen:
                     continue
                 sources = _split_sources(ctx, ref, splits, DEPTH)
-                if not sources or not held_by(ctx, ref, DEPTH, "SupportsPP"):
+                if not sources or not held_by(ctx, ref, DEPTH, PP_INTERFACE):
                     break
                 seen.add(where)
                 findings.append(_finding(ctx, ref, owner, loader, lookup, sources))

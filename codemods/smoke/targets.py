@@ -10,20 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..registry import (
-    MODELS_PACKAGE,
-    RegistryEntry,
-    find_registry,
-    load_registry,
-    root_of,
-)
+from ..registry import RegistryEntry, find_registry, load_registry, root_of
+from ..vllm_names import MODELS_PACKAGE, MULTIMODAL_TABLE, SPECULATIVE_TABLE, TRANSFORMERS_TABLES
 from .errors import UsageError
 
 NOT_SMOKED = {
-    "_SPECULATIVE_DECODING_MODELS": "a draft model: vLLM runs drafters with pipeline_parallel_size=1",
-    "_TRANSFORMERS_SUPPORTED_MODELS": "served by the Transformers backend, not by a vLLM model file",
-    "_TRANSFORMERS_BACKEND_MODELS": "served by the Transformers backend, not by a vLLM model file",
-    "_MULTIMODAL_MODELS": "a multimodal model: the smoke builds text-only tiny models",
+    SPECULATIVE_TABLE: "a draft model: vLLM runs drafters with pipeline_parallel_size=1",
+    **{table: "served by the Transformers backend, not by a vLLM model file" for table in TRANSFORMERS_TABLES},
+    MULTIMODAL_TABLE: "a multimodal model: the smoke builds text-only tiny models",
 }
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from pathlib import Path
 
+from ..vllm_names import REGISTRY
 from .errors import UsageError
 
 
@@ -56,7 +57,7 @@ class Machine:
     @property
     def registry(self) -> Path | None:
         """The installed vLLM's model registry file."""
-        return self.vllm_dir / "model_executor" / "models" / "registry.py" if self.vllm_dir else None
+        return self.vllm_dir.joinpath(*REGISTRY.parts[1:]) if self.vllm_dir else None
 
 
 def blocker(tier: Tier, machine: Machine) -> str | None:

@@ -1,0 +1,31 @@
+"""vLLM's names the contract is made of, in one place: what the analysis matches, what the
+fixes write and where the registry is. A rename in vLLM is a change here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+PRODUCER = "make_empty_intermediate_tensors"
+"""The model attribute (or method) the runner calls for the receive buffers of a non-first rank."""
+FACTORY = "make_empty_intermediate_tensors_factory"
+"""`vllm.model_executor.models.utils`' helper that builds a producer from a key list."""
+PARAM = "intermediate_tensors"
+"""The forward parameter that carries the previous rank's tensors."""
+TENSORS_CLASS = "IntermediateTensors"
+TENSORS_FIELD = "tensors"
+"""`IntermediateTensors`' underlying dict."""
+PP_INTERFACE = "SupportsPP"
+PP_GROUP = "get_pp_group"
+PP_GROUP_MODULE = "vllm.distributed"
+LAST_RANK = "is_last_rank"
+FIRST_RANK = "is_first_rank"
+
+MODELS_PACKAGE = "vllm.model_executor.models"
+REGISTRY = Path("vllm/model_executor/models/registry.py")
+REGISTRY_TABLE_SUFFIX = "_MODELS"
+"""Module-level dicts of the registry whose name ends so map architectures to (module, class)."""
+DRAFT_TABLE = "SPECULATIVE"
+"""Tables whose name holds this list draft heads (`_SPECULATIVE_DECODING_MODELS`)."""
+SPECULATIVE_TABLE = "_SPECULATIVE_DECODING_MODELS"
+TRANSFORMERS_TABLES = ("_TRANSFORMERS_SUPPORTED_MODELS", "_TRANSFORMERS_BACKEND_MODELS")
+MULTIMODAL_TABLE = "_MULTIMODAL_MODELS"
