@@ -13,6 +13,58 @@ from ..vllm_names import PP_INTERFACE
 from .base import Context, Rule
 from .holders import held_by
 
+BEFORE = '''\
+from vllm.model_executor.models.utils import is_pp_missing_parameter, make_layers
+
+
+class ExaoneModel(nn.Module, SupportsPP):
+    def __init__(self, config, quant_config, prefix=""):
+        super().__init__()
+        self.quant_config = quant_config
+        self.start_layer, self.end_layer, self.layers = make_layers(
+            config.num_hidden_layers, lambda prefix: ExaoneDecoderLayer(config), prefix=f"{prefix}.layers"
+        )
+
+    def load_weights(self, weights):
+        params_dict = dict(self.named_parameters())
+        for name, loaded_weight in weights:
+            if scale_name := self.quant_config.get_cache_scale(name):
+                param = params_dict[scale_name]
+                param.weight_loader(param, loaded_weight)
+                continue
+            if is_pp_missing_parameter(name, self):
+                continue
+            param = params_dict[name]
+            param.weight_loader(param, loaded_weight)
+'''
+
+AFTER = '''\
+from vllm.model_executor.models.utils import is_pp_missing_parameter, make_layers
+
+
+class ExaoneModel(nn.Module, SupportsPP):
+    def __init__(self, config, quant_config, prefix=""):
+        super().__init__()
+        self.quant_config = quant_config
+        self.start_layer, self.end_layer, self.layers = make_layers(
+            config.num_hidden_layers, lambda prefix: ExaoneDecoderLayer(config), prefix=f"{prefix}.layers"
+        )
+
+    def load_weights(self, weights):
+        params_dict = dict(self.named_parameters())
+        for name, loaded_weight in weights:
+            if scale_name := self.quant_config.get_cache_scale(name):
+                if is_pp_missing_parameter(scale_name, self):
+                    continue
+                param = params_dict[scale_name]
+                param.weight_loader(param, loaded_weight)
+                continue
+            if is_pp_missing_parameter(name, self):
+                continue
+            param = params_dict[name]
+            param.weight_loader(param, loaded_weight)
+'''
+
 RULE = Rule(
     code="PP008",
     name="missing-layer-lookup",
@@ -30,30 +82,8 @@ RULE = Rule(
         "encoder tower built with `make_layers`, the finding is reported without a fix: the tower "
         "runs whole on the ranks that need it, and skipping would drop its layers silently."
     ),
-    before=(
-        "params_dict = dict(self.named_parameters())\n"
-        "for name, loaded_weight in weights:\n"
-        "    if scale_name := self.quant_config.get_cache_scale(name):\n"
-        "        param = params_dict[scale_name]\n"
-        "        param.weight_loader(param, loaded_weight)\n"
-        "        continue\n"
-        "    if is_pp_missing_parameter(name, self):\n"
-        "        continue\n"
-        "    param = params_dict[name]\n"
-    ),
-    after=(
-        "params_dict = dict(self.named_parameters())\n"
-        "for name, loaded_weight in weights:\n"
-        "    if scale_name := self.quant_config.get_cache_scale(name):\n"
-        "        if is_pp_missing_parameter(scale_name, self):\n"
-        "            continue\n"
-        "        param = params_dict[scale_name]\n"
-        "        param.weight_loader(param, loaded_weight)\n"
-        "        continue\n"
-        "    if is_pp_missing_parameter(name, self):\n"
-        "        continue\n"
-        "    param = params_dict[name]\n"
-    ),
+    before=BEFORE,
+    after=AFTER,
     fix=Applicability.SAFE,
 )
 
