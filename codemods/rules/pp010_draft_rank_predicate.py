@@ -6,6 +6,7 @@ from pathlib import Path
 
 from ..findings import Evidence, Finding
 from ..index import ClassRef
+from ..vllm_names import PP_INTERFACE
 from .base import Context, Rule
 from .holders import reach
 
@@ -102,7 +103,7 @@ def _drafts_run_at_pp_one(ctx: Context) -> bool:
 
 def _supports_pp(ctx: Context, draft: ClassRef) -> bool:
     """vLLM's `supports_pp`: SupportsPP in the MRO and a forward that takes `intermediate_tensors`."""
-    if "SupportsPP" not in ctx.index.base_names(draft):
+    if PP_INTERFACE not in ctx.index.base_names(draft):
         return False
     found = ctx.index.find_method(draft, "forward")
     return found is not None and found[1].param("intermediate_tensors") is not None

@@ -9,6 +9,7 @@ from ..auxstates import FLAG
 from ..edits import AuxOptOut
 from ..findings import Applicability, Evidence, Finding, Fix
 from ..index import ClassRef
+from ..vllm_names import PP_INTERFACE
 from .base import Context, Rule
 from .holders import held_by
 
@@ -62,7 +63,7 @@ def check(ctx: Context) -> list[Finding]:
             setter = _flag_setter(ctx, ref)
             if setter is None or setter.cls.aux is None or not setter.cls.aux.flag:
                 continue
-            if not held_by(ctx, ref, DEPTH, "SupportsPP", "SupportsEagle3", entries=True):
+            if not held_by(ctx, ref, DEPTH, PP_INTERFACE, "SupportsEagle3", entries=True):
                 continue
             findings.append(_finding(ctx, ref, setter))
     return findings
