@@ -127,8 +127,7 @@ def check(
                 raise gitops.GitError("--base needs --changed")
             targets = gitops.changed_under(paths, base)
     with progress.shown():
-        report = engine.check(targets, options)
-        fixes = cliutil.preview(targets, options) if format is Output.sarif else None
+        report, fixes = cliutil.checked(targets, options, with_fixes=format is Output.sarif)
     _echo(cliutil.render(report, format.value, verbose, "check", statistics, fixes, color.wanted(sys.stdout)))
     raise typer.Exit(cliutil.exit_code(report))
 

@@ -6,6 +6,7 @@ import ast
 import contextlib
 import difflib
 import glob
+import hashlib
 import os
 import stat
 import tempfile
@@ -20,6 +21,8 @@ from .edits import Edit
 from .findings import Finding
 from .fixes import TRANSFORMERS
 from .fixes.base import EditTransformer
+from .fixes.imports import add_imports
+from .replacements import Replacement, hunks, lines
 
 TEMP_SUFFIX = ".contractfix"
 
@@ -48,6 +51,15 @@ def rewrite(source: bytes, edits: Sequence[Edit]) -> Rewrite:
         raise FixError(f"libcst cannot parse the file: {error.message}") from None
     except (SyntaxError, UnicodeError, RecursionError) as error:
         raise FixError(f"libcst cannot parse the file: {error}") from None
+    try:
+        return _rewrite(source, module, edits)
+    except RecursionError:
+        raise FixError("the file is too deeply nested for libcst") from None
+    except UnicodeEncodeError as error:
+        raise FixError(f"the fixed text cannot be written in the file's encoding ({error.reason}: {error.object[error.start:error.end]!r})") from None
+
+
+def _rewrite(source: bytes, module: cst.Module, edits: Sequence[Edit]) -> Rewrite:
     groups: dict[type[Edit], list[Edit]] = {}
     for edit in edits:
         groups.setdefault(type(edit), []).append(edit)
@@ -64,14 +76,7 @@ def rewrite(source: bytes, edits: Sequence[Edit]) -> Rewrite:
             edit_spans[edit].extend(touched)
     edit_imports = {e: frozenset(names) for part in parts for e, names in part.imports.items()}
     imports = set().union(*edit_imports.values())
-    if imports:
-        from libcst.codemod import CodemodContext
-        from libcst.codemod.visitors import AddImportsVisitor
-
-        context = CodemodContext()
-        for module_name, name in sorted(imports):
-            AddImportsVisitor.add_needed_import(context, module_name, name)
-        module = AddImportsVisitor(context).transform_module(module)
+    module = add_imports(module, imports)
     spans = tuple(span for e in sorted(edit_spans, key=lambda e: (e.line, e.column), reverse=True) for span in edit_spans[e])
     return Rewrite(source, module.bytes, spans, {e: tuple(s) for e, s in edit_spans.items()}, edit_imports)
 
@@ -118,21 +123,94 @@ def verify_scope(result: Rewrite) -> None:
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
             continue
-        if i1 == i2:
-            at = i1
-            while at > 0 and not old[at - 1].strip():
-                at -= 1  # an insertion after blank lines is the same insertion before them
-            inside = any(start - 1 <= k <= end for start, end in result.spans for k in (i1, at))
-        else:
-            inside = all(any(start - 1 <= k < end for start, end in result.spans) for k in range(i1, i2))
         only_imports = tag == "insert" and all(line.lstrip().startswith((b"from ", b"import ")) for line in new[j1:j2])
-        if not (inside or only_imports):
+        if not (_inside(result.spans, i1, i2, old) or only_imports):
             raise FixError(f"the fix changed lines {i1 + 1}-{i2} outside the code it meant to edit")
         for line in new[j1:j2]:
             if line.endswith(b"\n") and not line.endswith(newline) and newline == b"\r\n":
                 raise FixError("the fix would change the file's line endings")
 
 
+def _inside(spans: Sequence[tuple[int, int]], first: int, last: int, old: Sequence[bytes | str]) -> bool:
+    """Whether old lines `first` up to `last` (0-based; equal for an insertion before `first`)
+    lie in the spans (1-based, inclusive)."""
+    if first == last:
+        at = first
+        while at > 0 and not old[at - 1].strip():
+            at -= 1  # an insertion after blank lines is the same insertion before them
+        return any(start - 1 <= k <= end for start, end in spans for k in (first, at))
+    return all(any(start - 1 <= k < end for start, end in spans) for k in range(first, last))
+
+
+def shares(result: Rewrite, path: Path, findings: Sequence[Finding]) -> dict[Finding, tuple[Replacement, ...]]:
+    """Each finding's own text replacements in a verified rewrite: the changed blocks inside its
+    edits' spans, and the added import lines its edits need. A file fixed for one finding gives
+    it the whole change."""
+    before, after = _text(result.before), _text(result.after)
+    found = hunks(before, after)
+    if len(findings) == 1:
+        return {findings[0]: tuple(h.replacement for h in found)} if found else {}
+    old = lines(before)
+    own = {f: [e for e in f.fix.edits if e.path == path] if f.fix else [] for f in findings}
+    spans = {f: [s for e in own[f] for s in result.edit_spans.get(e, ())] for f in findings}
+    imports = {f: {i for e in own[f] for i in result.edit_imports.get(e, ())} for f in findings}
+    out: dict[Finding, list[Replacement]] = {f: [] for f in findings}
+    for hunk in found:
+        claimed = [f for f in findings if _inside(spans[f], hunk.first, hunk.last, old)]
+        if claimed or not hunk.inserted:
+            for f in claimed:
+                out[f].append(hunk.replacement)
+            continue
+        at = hunk.replacement.start
+        for line in hunk.inserted:
+            for f in findings:
+                if any(_imports(line, module, name) for module, name in imports[f]):
+                    _insert(out[f], Replacement(at, at, line))
+    return {f: tuple(r) for f, r in out.items() if r}
+
+
+def _imports(line: str, module: str, name: str) -> bool:
+    words = line.replace(",", " ").split()
+    return words[:2] == ["from", module] and name in words[3:]
+
+
+def _insert(found: list[Replacement], new: Replacement) -> None:
+    """Lines inserted at one place are one replacement."""
+    if found and found[-1].start == found[-1].end == new.start:
+        found[-1] = Replacement(new.start, new.end, found[-1].text + new.text)
+    else:
+        found.append(new)
+
+
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", "replace")
+
+
+def then(first: Rewrite, second: Rewrite) -> Rewrite:
+    """`first` followed by `second` (a rewrite of `first.after`) as one rewrite of `first.before`,
+    with the spans of `second` moved back to the lines of `first.before` they came from."""
+    old = first.before.splitlines(keepends=True)
+    new = first.after.splitlines(keepends=True)
+    opcodes = difflib.SequenceMatcher(a=old, b=new, autojunk=False).get_opcodes()
+
+    def back(line: int, end: bool) -> int:
+        for tag, i1, i2, j1, j2 in opcodes:
+            if j1 <= line - 1 < j2 or (tag != "equal" and j1 == j2 == line - 1):
+                if tag == "equal":
+                    return i1 + line - j1
+                return max(i2 if end else i1 + 1, 1) if i2 > i1 else max(i1, 1)
+        return max(len(old), 1)
+
+    def moved(spans):
+        return tuple((back(a, False), back(b, True)) for a, b in spans)
+
+    return Rewrite(
+        first.before,
+        second.after,
+        first.spans + moved(second.spans),
+        {**first.edit_spans, **{e: moved(s) for e, s in second.edit_spans.items()}},
+        {**first.edit_imports, **second.edit_imports},
+    )
 
 
 def write_atomic(path: Path, result: Rewrite) -> None:
@@ -140,7 +218,8 @@ def write_atomic(path: Path, result: Rewrite) -> None:
 
     Readers and crashes see the old file or the new one, never a mix. Refuses symbolic links,
     read-only files, files with other hard links and files that changed since they were analyzed
-    (compared again right before the rename); keeps the mode and, where allowed, the owner.
+    (compared again right before the rename); keeps the mode, the extended attributes and, where
+    allowed, the owner. The temp name fits NAME_MAX whatever the file's name.
     """
     info = path.lstat()
     if stat.S_ISLNK(info.st_mode):
@@ -153,13 +232,14 @@ def write_atomic(path: Path, result: Rewrite) -> None:
         raise FixError("has other hard links (replacing it would split them)")
     _check_unchanged(path, result.before)
     _remove_stale_temps(path)
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=TEMP_SUFFIX, dir=path.parent)
+    fd, temp = tempfile.mkstemp(prefix=f"{_temp_prefix(path)}{os.getpid()}.", suffix=TEMP_SUFFIX, dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(result.after)
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(temp, stat.S_IMODE(info.st_mode))
+        _copy_xattrs(path, temp)
         if (info.st_uid, info.st_gid) != (os.getuid(), os.getgid()):
             with contextlib.suppress(PermissionError):
                 os.chown(temp, info.st_uid, info.st_gid)
@@ -175,10 +255,31 @@ def write_atomic(path: Path, result: Rewrite) -> None:
         os.close(folder)
 
 
+def _temp_prefix(path: Path) -> str:
+    """`.<name>.`, or `.<hash of the name>.` when a temp name built on the name would pass NAME_MAX."""
+    prefix = f".{path.name}."
+    if len(os.fsencode(prefix)) + 40 + len(TEMP_SUFFIX) <= 255:
+        return prefix
+    return f".{hashlib.sha256(os.fsencode(path.name)).hexdigest()[:16]}."
+
+
+def _copy_xattrs(source: Path, target: str) -> None:
+    """The extended attributes of `source` onto `target` (those this process may set)."""
+    if not hasattr(os, "listxattr"):
+        return
+    try:
+        names = os.listxattr(source, follow_symlinks=False)
+    except OSError:
+        return
+    for name in names:
+        with contextlib.suppress(OSError):
+            os.setxattr(target, name, os.getxattr(source, name, follow_symlinks=False))
+
+
 def _remove_stale_temps(path: Path) -> None:
     """Delete temp files of `path` left by a contractfix process that died mid-write (named
     `.<name>.<pid>.<random>.contractfix`; only those whose process is gone)."""
-    prefix = f".{path.name}."
+    prefix = _temp_prefix(path)
     for temp in path.parent.glob(f"{glob.escape(prefix)}*{TEMP_SUFFIX}"):
         pid = temp.name[len(prefix):].partition(".")[0]
         if pid.isdigit() and not _alive(int(pid)):

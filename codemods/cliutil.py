@@ -35,9 +35,12 @@ def exit_code(report: Report, remaining: bool = False) -> int:
     return EXIT_FINDINGS if left else EXIT_OK
 
 
-def preview(paths: list[Path], options: config.Options) -> Report:
-    """The fixes `fix` would make, unsafe ones included, computed in memory (nothing is written)."""
-    return engine.fix(paths, replace(options, unsafe_fixes=True), write=False)
+def checked(paths: list[Path], options: config.Options, with_fixes: bool = False) -> tuple[Report, Report | None]:
+    """A check report and, `with_fixes`, the fixes `fix --unsafe-fixes` would make (computed in
+    memory from the same analysis, nothing written)."""
+    if with_fixes:
+        return engine.check_with_fixes(paths, options)
+    return engine.check(paths, options), None
 
 
 def render(

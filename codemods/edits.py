@@ -69,13 +69,9 @@ class InsertDelegation(InsertStatement):
 
 @dataclass(frozen=True)
 class EarlyReturn(InsertStatement):
-    """`if not get_pp_group().is_last_rank: return <var>` in `forward`; `line` ends the inner call.
-
-    `import_from` is the module to import `get_pp_group` from, or "" when the module already
-    binds the name."""
+    """`if not get_pp_group().is_last_rank: return <var>` in `forward`; `line` ends the inner call."""
 
     var: str
-    import_from: str = "vllm.distributed"
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,9 @@ import re
 import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import progress, rules
 from .analysis import analyze_source
@@ -23,7 +24,11 @@ from .resolve import Resolver
 from .suppress import apply_suppressions
 from .vllm_names import DRAFT_TABLE, PP_INTERFACE
 
+if TYPE_CHECKING:
+    from .apply import Rewrite
+
 PARALLEL_THRESHOLD = 48
+MAX_ROUNDS = 10
 
 
 @dataclass
@@ -47,82 +52,233 @@ def check(paths: list[Path], options: Options) -> Report:
     return report
 
 
+def check_with_fixes(paths: list[Path], options: Options) -> tuple[Report, Report]:
+    """A check, and the fixes `fix --unsafe-fixes` would make (nothing written), from one analysis."""
+    report = Report()
+    session = analyze(paths, options, report)
+    report.findings, report.notes = evaluate(session)
+    preview = Report(
+        findings=list(report.findings), notes=list(report.notes), files_scanned=report.files_scanned, written=False
+    )
+    _fix(session, preview, {Applicability.SAFE, Applicability.UNSAFE}, write=False)
+    return report, preview
+
+
 def fix(paths: list[Path], options: Options, write: bool = True) -> Report:
     """Apply the allowed fixes; each file is written only once its rewrite is verified."""
-    from .apply import FixError, edits_of, rewrite, verify_scope, verify_syntax, write_atomic
-
     report = Report(written=write)
     session = analyze(paths, options, report)
     report.findings, report.notes = evaluate(session)
     allowed = {Applicability.SAFE} | ({Applicability.UNSAFE} if options.unsafe_fixes else set())
-    fixable = [f for f in report.findings if f.fix and f.fix.applicability in allowed]
+    _fix(session, report, allowed, write)
+    return report
+
+
+def _fix(session: Session, report: Report, allowed: set[Applicability], write: bool) -> None:
+    """Fix in rounds, like ruff's fix loop: a fix that a landed fix makes possible (a wrapper's
+    delegation to an inner class that has just got one) lands in the next round, so `fix` twice
+    never changes anything. Each round's rewrites are verified (they compile, stay inside their
+    spans, and the re-check finds the fixed findings gone and nothing new); a file that fails
+    keeps the rounds it passed before."""
+    from .apply import then
+
+    done: dict[Path, Rewrite] = {}
+    fixed_by_path: dict[Path, list[Finding]] = {}
+    tried: set[tuple] = set()
+    failed: set[Path] = set()
+    findings = report.findings
+    with _Swap(session) as swap:
+        for _ in range(MAX_ROUNDS):
+            fixable = [
+                f for f in findings
+                if f.fix and f.fix.applicability in allowed and _identity(f) not in tried
+                and not any(e.path in failed for e in f.fix.edits)
+            ]
+            if not fixable:
+                break
+            tried.update(_identity(f) for f in fixable)
+            rewrites, by_path = _rewrite_all(session, done, fixable, report, failed)
+            kept, findings = _recheck(session, swap, rewrites, by_path, findings, report, failed)
+            for path in kept:
+                done[path] = then(done[path], rewrites[path]) if path in done else rewrites[path]
+                fixed_by_path.setdefault(path, []).extend(f for f in by_path[path] if f not in fixed_by_path[path])
+            if not kept:
+                break
+    _finish(done, fixed_by_path, report, write)
+
+
+def _as_reported(report: Report, fixed: list[Finding]) -> list[Finding]:
+    """A finding fixed in a later round is the one first reported (without a fix, then)."""
+    first = {_identity(f): f for f in report.findings}
+    return [first.get(_identity(f), f) for f in fixed]
+
+
+def _rewrite_all(session: Session, done: dict, fixable: list[Finding], report: Report, failed: set[Path]):
+    """Each file's rewrite (of its text after the earlier rounds), verified on its own."""
+    from .apply import FixError, edits_of, rewrite, verify_scope, verify_syntax
+
     rewrites = {}
     for path, edits in progress.track(edits_of(fixable).items(), "files fixed"):
+        source = done[path].after if path in done else session.sources[str(path)]
         try:
-            result = rewrite(session.sources[str(path)], edits)
+            result = rewrite(source, edits)
             verify_syntax(result, path)
             verify_scope(result)
         except (FixError, OSError) as error:
             report.errors.append(FileError(path, f"fix not applied: {error}"))
+            failed.add(path)
+            continue
+        except Exception as error:  # one file's failure never costs the others their fixes
+            report.errors.append(FileError(path, f"fix not applied: internal error: {type(error).__name__}: {error}"))
+            failed.add(path)
             continue
         if result.after != result.before:
             rewrites[path] = result
-    fixed_by_path = {
-        path: [f for f in fixable if any(e.path == path for e in f.fix.edits)] for path in rewrites
-    }
-    for path in _recheck(session, rewrites, fixed_by_path, report):
-        result = rewrites[path]
+    by_path = {path: [f for f in fixable if any(e.path == path for e in f.fix.edits)] for path in rewrites}
+    return rewrites, by_path
+
+
+def _finish(done: dict, fixed_by_path: dict, report: Report, write: bool) -> None:
+    """Write each verified file and record its change; a preview (nothing written) also records
+    each fixed finding's own replacements, for the reports that show fixes (SARIF)."""
+    from .apply import FixError, shares, write_atomic
+
+    for path, result in done.items():
         if write:
             try:
                 write_atomic(path, result)
             except (FixError, OSError) as error:
                 report.errors.append(FileError(path, f"not written: {error}"))
                 continue
-        report.changes.append(FileChange(path, result.before, result.after, tuple(fixed_by_path[path])))
-        report.fixed.extend(f for f in fixed_by_path[path] if f not in report.fixed)
-    return report
+        found = fixed_by_path[path]
+        own = {} if write else shares(result, path, found)
+        fixed = tuple(_as_reported(report, found))
+        own = {shown: own[f] for f, shown in zip(found, fixed, strict=True) if f in own}
+        report.changes.append(FileChange(path, result.before, result.after, fixed, own))
+        report.fixed.extend(f for f in fixed if f not in report.fixed)
 
 
 def _identity(finding: Finding) -> tuple:
     return (finding.rule, str(finding.path), finding.cls, finding.keys)
 
 
-def _recheck(session: Session, rewrites: dict, fixed_by_path: dict, report: Report) -> list[Path]:
-    """Re-analyze with the rewrites in place; keep the files whose fixed findings are gone
-    and that gained no new finding."""
+class _Swap:
+    """Rewritten facts swapped into the shared index for a re-check; whatever happens, the
+    analyzed facts are back when the block ends."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.originals: dict[str, ModuleFacts] = {}
+
+    def __enter__(self) -> _Swap:
+        return self
+
+    def put(self, facts: ModuleFacts) -> None:
+        old = self.session.index.replace(facts)
+        if old is not None:
+            self.originals.setdefault(facts.path, old)
+        self._retarget()
+
+    def restore(self, path: str) -> None:
+        if path in self.originals:
+            self.session.index.replace(self.originals.pop(path))
+            self._retarget()
+
+    def __exit__(self, *exc) -> None:
+        for path in list(self.originals):
+            self.restore(path)
+
+    def _retarget(self) -> None:
+        self.session.targets = [self.session.index.by_path[m.path] for m in self.session.targets]
+
+
+def _recheck(
+    session: Session, swap: _Swap, rewrites: dict, fixed_by_path: dict, current: list[Finding],
+    report: Report, failed: set[Path],
+) -> tuple[list[Path], list[Finding]]:
+    """Re-analyze with the rewrites in place, on the targets and on every class elsewhere that
+    shares what they edit (subclasses and users of the rewritten classes, whatever paths were
+    given); keep the files whose fixed findings are gone and that gained no new finding. Returns
+    the kept files and the findings with them in place."""
     if not rewrites:
-        return []
-    before = {_identity(f) for f in report.findings}
-    originals = {}
+        return [], current
+    dependents = _dependents(session, rewrites)
+    wide = replace(session, targets=session.targets + dependents) if dependents else session
+    before = {_identity(f) for f in (evaluate(wide)[0] if dependents else current)}
     for path, result in rewrites.items():
-        old = session.index.by_path[str(path)]
-        originals[path] = old
-        session.index.replace(analyze_source(result.after, str(path), old.module))
-    session.targets = [session.index.by_path[m.path] for m in session.targets]
-    after, _ = evaluate(session)
+        swap.put(analyze_source(result.after, str(path), session.index.by_path[str(path)].module))
+    wide = replace(session, targets=session.targets + dependents) if dependents else session
+    after, _ = evaluate(wide)
     remaining = {_identity(f) for f in after}
-    kept = []
+    rejected = []
     for path in rewrites:
         still = [f for f in fixed_by_path[path] if _identity(f) in remaining]
-        new = [f for f in after if str(f.path) == str(path) and _identity(f) not in before]
+        new = [
+            f for f in after if _identity(f) not in before
+            and (str(f.path) == str(path) or str(f.path) not in {str(p) for p in rewrites})
+        ]
         if still or new:
             problem = still[0] if still else new[0]
             verb = "still reported" if still else "introduced"
-            report.errors.append(FileError(path, f"fix not applied: {problem.rule} {verb} after the fix"))
-            continue
-        kept.append(path)
-    for old in originals.values():
-        session.index.replace(old)
-    session.targets = [session.index.by_path[m.path] for m in session.targets]
-    return kept
+            where = "" if str(problem.path) == str(path) else f" in {problem.path}"
+            report.errors.append(FileError(path, f"fix not applied: {problem.rule} {verb}{where} after the fix"))
+            rejected.append(path)
+    for path in rejected:
+        swap.restore(str(path))
+        failed.add(path)
+    kept = [p for p in rewrites if p not in rejected]
+    if rejected or dependents:
+        after, _ = evaluate(session)
+    return kept, after
+
+
+def _dependents(session: Session, rewrites: dict) -> list[ModuleFacts]:
+    """Modules outside the targets that name a class of a rewritten file (as a base, a
+    submodule, ...), and their own subclasses elsewhere, transitively: a fix of a shared factory
+    must not break them."""
+    targets = {m.path for m in session.targets}
+    names = {n for path in rewrites for n in session.index.by_path[str(path)].classes}
+    found: list[ModuleFacts] = []
+    seen = set(targets)
+    candidates = [p for root in session.index.roots for p in _python_files(root) if str(p) not in seen]
+    while names:
+        searched = names
+        pattern = re.compile(rb"\b(?:" + b"|".join(re.escape(n.encode()) for n in sorted(names)) + rb")\b")
+        names = set()
+        for path in candidates:
+            if str(path) in seen:
+                continue
+            try:
+                data = path.read_bytes()
+            except OSError:
+                continue
+            if not pattern.search(data):
+                continue
+            seen.add(str(path))
+            try:
+                facts = session.index.parse(data, str(path), module_name(path, import_root(path)))
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                continue
+            session.index.add(facts)
+            found.append(facts)
+            names.update(n for n, c in facts.classes.items() if any(b.split(".")[-1] in searched for b in c.bases))
+    return found
+
+
+def _python_files(root: Path) -> list[Path]:
+    try:
+        return sorted(p for p in root.rglob("*.py") if p.is_file() and not p.is_symlink())
+    except OSError:
+        return []
 
 
 def analyze(paths: list[Path], options: Options, report: Report) -> Session:
     found = discover(paths, options.exclude)
     report.errors.extend(found.errors)
-    report.files_scanned = len(found.files)
+    files = _once(found.files)
+    report.files_scanned = len(files)
     sources: list[tuple[Path, bytes]] = []
-    for path in found.files:
+    for path in files:
         try:
             data = read_source(path)
         except OSError as error:
@@ -150,6 +306,18 @@ def analyze(paths: list[Path], options: Options, report: Report) -> Session:
         index.add(result)
         targets.append(result)
     return Session(index, targets, registry, options, {str(p): d for p, d in sources}, registered)
+
+
+def _once(files: list[Path]) -> list[Path]:
+    """Each file once, however many given paths reach it (`fix tree tree_alias`)."""
+    seen: set[Path] = set()
+    out = []
+    for path in files:
+        real = path.resolve()
+        if real not in seen:
+            seen.add(real)
+            out.append(path)
+    return out
 
 
 def _registry(paths: list[Path], options: Options) -> Path | None:

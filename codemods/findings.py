@@ -7,6 +7,7 @@ from enum import Enum
 from pathlib import Path
 
 from .edits import Edit
+from .replacements import Replacement
 
 
 class Applicability(str, Enum):
@@ -86,3 +87,5 @@ class FileChange:
     before: bytes
     after: bytes
     findings: tuple[Finding, ...]
+    replacements: dict[Finding, tuple[Replacement, ...]] = field(default_factory=dict)
+    """Each fixed finding's own share of the change, as text replacements of `before`."""

@@ -24,8 +24,8 @@ from contractfix import config, engine
 from contractfix.cli import app
 from contractfix.demo import copy_example
 from contractfix.findings import Applicability, Evidence, FileError, Finding, Fix, Report
+from contractfix.replacements import Replacement, replacements
 from contractfix.report import github, sarif, stats
-from contractfix.report.replacements import Replacement, replacements
 from contractfix.rules import ALL
 from tests.conftest import ROOT
 

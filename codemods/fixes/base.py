@@ -92,6 +92,8 @@ class InsertAfter(EditTransformer[S]):
     def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef) -> cst.FunctionDef:
         if original.name.value != self.method or not self.classes:
             return updated
+        if isinstance(original.body, cst.SimpleStatementSuite):
+            return self._unfold(original, updated)
         body = list(updated.body.body)
         inserts = []
         for index, stmt in enumerate(original.body.body):
@@ -108,3 +110,21 @@ class InsertAfter(EditTransformer[S]):
         for index, inserted in reversed(inserts):
             body.insert(index + 1, inserted)
         return updated.with_changes(body=updated.body.with_changes(body=body))
+
+    def _unfold(self, original: cst.FunctionDef, updated: cst.FunctionDef) -> cst.FunctionDef:
+        """A method written on its `def` line (`def __init__(self): a(); b()`) gets an indented
+        body, one statement per line, with the new statement last."""
+        suite = original.body
+        line = self.get_metadata(PositionProvider, suite).end.line
+        pending = [e for e in self.edits if e not in self.applied and self.classes[-1] == e.cls and e.line == line]
+        if not pending or not isinstance(updated.body, cst.SimpleStatementSuite):
+            return updated
+        column = self.get_metadata(PositionProvider, original).start.column + 4
+        body: list[cst.BaseStatement] = [
+            cst.SimpleStatementLine(body=[small.with_changes(semicolon=cst.MaybeSentinel.DEFAULT)])
+            for small in updated.body.body
+        ]
+        for edit in pending:
+            body.append(cst.parse_statement(self.statement(edit, column)))
+            self.touch(suite, edit)
+        return updated.with_changes(body=cst.IndentedBlock(body=body, header=updated.body.trailing_whitespace))

@@ -10,10 +10,10 @@ from urllib.parse import quote
 
 from .. import __version__
 from ..findings import Finding, Report
+from ..replacements import Replacement
 from ..rules import ALL, Rule
 from ..rules.docs import explain_text
 from . import relative, relative_path, repository_root
-from .replacements import Replacement, per_finding
 
 VERSION = "2.1.0"
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -32,7 +32,10 @@ def document(
     that fix as replacements; `verbose` adds the unverified notes as `note` results. URIs are
     relative to the repository root (%SRCROOT%), so code scanning maps them from any subfolder."""
     root = repository_root()
-    fixes = per_finding(preview) if preview else {}
+    fixes: dict[Finding, list[tuple[Path, tuple[Replacement, ...]]]] = {}
+    for change in preview.changes if preview else ():
+        for finding, found in change.replacements.items():
+            fixes.setdefault(finding, []).append((change.path, found))
     order = {code: i for i, code in enumerate(ALL)}
     results = [_result(f, order, "error", fixes.get(f, []), root) for f in report.findings]
     if verbose:

@@ -1,4 +1,4 @@
-"""Each fix as the smallest text replacements that turn a file's old text into its fixed text."""
+"""A file's change as the smallest text replacements that turn its old text into its new text."""
 
 from __future__ import annotations
 
@@ -6,10 +6,6 @@ import bisect
 import difflib
 import re
 from dataclasses import dataclass
-from pathlib import Path
-
-from ..apply import FixError, rewrite
-from ..findings import FileChange, Finding, Report
 
 LINE_END = re.compile(r"\r\n|\r|\n")
 
@@ -26,10 +22,26 @@ class Replacement:
     text: str
 
 
+@dataclass(frozen=True)
+class Hunk:
+    """One changed block of lines: old lines `first` up to `last` (0-based, `last` excluded;
+    equal for an insertion before line `first`), and its replacement."""
+
+    first: int
+    last: int
+    replacement: Replacement
+    inserted: tuple[str, ...]
+    """The new lines of a pure insertion (empty otherwise)."""
+
+
 def replacements(before: str, after: str) -> list[Replacement]:
     """Line-level diff, each changed block trimmed to its differing characters; in file order."""
-    old = _lines(before)
-    new = _lines(after)
+    return [h.replacement for h in hunks(before, after)]
+
+
+def hunks(before: str, after: str) -> list[Hunk]:
+    old = lines(before)
+    new = lines(after)
     starts = _line_starts(before)
     offset = [0]
     for line in old:
@@ -42,47 +54,16 @@ def replacements(before: str, after: str) -> list[Replacement]:
         head = _common_prefix(was, now)
         tail = _common_prefix(was[head:][::-1], now[head:][::-1])
         base = offset[i1]
-        found.append(
-            Replacement(
-                _position(starts, base + head),
-                _position(starts, base + len(was) - tail),
-                now[head : len(now) - tail],
-            )
+        replacement = Replacement(
+            _position(starts, base + head),
+            _position(starts, base + len(was) - tail),
+            now[head : len(now) - tail],
         )
+        found.append(Hunk(i1, i2, replacement, tuple(new[j1:j2]) if i1 == i2 else ()))
     return found
 
 
-def per_finding(preview: Report) -> dict[Finding, list[tuple[Path, list[Replacement]]]]:
-    """The replacements of each finding that a `fix` run (`preview`, nothing written) fixed.
-
-    A file fixed for one finding gives its whole change; a file fixed for several has each
-    finding's own edits replayed on its original bytes, so every fix stands alone.
-    """
-    result: dict[Finding, list[tuple[Path, list[Replacement]]]] = {}
-    for change in preview.changes:
-        for finding in change.findings:
-            after = change.after if len(change.findings) == 1 else _alone(change, finding)
-            if after is None:
-                continue
-            found = replacements(_text(change.before), _text(after))
-            if found:
-                result.setdefault(finding, []).append((change.path, found))
-    return result
-
-
-def _alone(change: FileChange, finding: Finding) -> bytes | None:
-    edits = [e for e in finding.fix.edits if e.path == change.path]
-    try:
-        return rewrite(change.before, edits).after
-    except FixError:
-        return None
-
-
-def _text(data: bytes) -> str:
-    return data.decode("utf-8", "replace")
-
-
-def _lines(text: str) -> list[str]:
+def lines(text: str) -> list[str]:
     ends = [m.end() for m in LINE_END.finditer(text)]
     bounds = [0, *ends] + ([len(text)] if not ends or ends[-1] != len(text) else [])
     return [text[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]

@@ -1,0 +1,71 @@
+"""Every edit of a file in one pass: edits of several kinds, located by their original positions."""
+
+from __future__ import annotations
+
+import time
+
+from contractfix.apply import rewrite
+from contractfix.edits import AddFactoryKeys, DefaultNone, InsertDelegation
+from tests.fixes.codemodtest import PATH, assert_codemod
+
+
+def test_edits_of_several_kinds_do_not_shift_each_other() -> None:
+    assert_codemod(
+        """\
+        class Inner(nn.Module):
+            def __init__(self):
+                self.make_empty_intermediate_tensors = make_empty_intermediate_tensors_factory(
+                    [
+                        "hidden_states",
+                    ],
+                    8,
+                )
+
+            def forward(self, intermediate_tensors):
+                pass
+
+
+        class Wrapper(nn.Module, SupportsPP):
+            def __init__(self):
+                self.model = Inner()
+        """,
+        """\
+        class Inner(nn.Module):
+            def __init__(self):
+                self.make_empty_intermediate_tensors = make_empty_intermediate_tensors_factory(
+                    [
+                        "hidden_states",
+                        "residual",
+                    ],
+                    8,
+                )
+
+            def forward(self, intermediate_tensors=None):
+                pass
+
+
+        class Wrapper(nn.Module, SupportsPP):
+            def __init__(self):
+                self.model = Inner()
+                self.make_empty_intermediate_tensors = (
+                    self.model.make_empty_intermediate_tensors
+                )
+        """,
+        AddFactoryKeys(path=PATH, line=4, column=12, existing=("hidden_states",), keys=("residual",)),
+        DefaultNone(path=PATH, line=10, column=22, function="forward", params=("intermediate_tensors",)),
+        InsertDelegation(path=PATH, line=16, column=0, cls="Wrapper", attr="model"),
+    )
+
+
+def test_a_hundred_edits_take_one_pass() -> None:
+    """Issue 11 item 10: the time grew with the square of the edits (a deep copy and a metadata
+    pass per edit)."""
+    block = "class W{i}(nn.Module, SupportsPP):\n    def __init__(self):\n        self.model = Inner()\n\n\n"
+    source = "".join(block.format(i=i) for i in range(100)).encode()
+    edits = [
+        InsertDelegation(path=PATH, line=5 * i + 3, column=0, cls=f"W{i}", attr="model") for i in range(100)
+    ]
+    start = time.perf_counter()
+    result = rewrite(source, edits)
+    assert time.perf_counter() - start < 5
+    assert result.after.count(b"self.model.make_empty_intermediate_tensors") == 100
