@@ -109,8 +109,9 @@ def _fix(session: Session, report: Report, allowed: set[Applicability], write: b
 
 def _as_reported(report: Report, fixed: list[Finding]) -> list[Finding]:
     """A finding fixed in a later round is the one first reported (without a fix, then)."""
+    reported = set(report.findings)
     first = {_identity(f): f for f in report.findings}
-    return [first.get(_identity(f), f) for f in fixed]
+    return [f if f in reported else first.get(_identity(f), f) for f in fixed]
 
 
 def _rewrite_all(session: Session, done: dict, fixable: list[Finding], report: Report, failed: set[Path]):
