@@ -164,12 +164,12 @@ def _identity(finding: Finding) -> tuple:
 
 
 class _Swap:
-    """Rewritten facts swapped into the shared index for a re-check; whatever happens, the
-    analyzed facts are back when the block ends."""
+    """Rewritten facts swapped into the shared index for a re-check; `restore` takes back the
+    last swap of a path, and whatever happens, the analyzed facts are back when the block ends."""
 
     def __init__(self, session: Session) -> None:
         self.session = session
-        self.originals: dict[str, ModuleFacts] = {}
+        self.previous: dict[str, list[ModuleFacts]] = {}
 
     def __enter__(self) -> _Swap:
         return self
@@ -177,17 +177,20 @@ class _Swap:
     def put(self, facts: ModuleFacts) -> None:
         old = self.session.index.replace(facts)
         if old is not None:
-            self.originals.setdefault(facts.path, old)
+            self.previous.setdefault(facts.path, []).append(old)
         self._retarget()
 
     def restore(self, path: str) -> None:
-        if path in self.originals:
-            self.session.index.replace(self.originals.pop(path))
+        if self.previous.get(path):
+            self.session.index.replace(self.previous[path].pop())
             self._retarget()
 
     def __exit__(self, *exc) -> None:
-        for path in list(self.originals):
-            self.restore(path)
+        for stack in self.previous.values():
+            if stack:
+                self.session.index.replace(stack[0])
+        self.previous.clear()
+        self._retarget()
 
     def _retarget(self) -> None:
         self.session.targets = [self.session.index.by_path[m.path] for m in self.session.targets]
