@@ -15,7 +15,7 @@ from . import progress, rules
 from .analysis import analyze_source
 from .cache import FactsCache, default_folder
 from .config import Options
-from .discover import discover, read_source
+from .discover import discover, read_source, relevant
 from .facts import ModuleFacts
 from .findings import Applicability, FileChange, FileError, Finding, Report
 from .index import ClassRef, Index, import_root, module_name
@@ -43,6 +43,8 @@ class Session:
     """The bytes each target was analyzed from: fixes rewrite these, and writing checks the disk still holds them."""
     registered: list[RegistryEntry] = field(default_factory=list)
     """The registry's entries, read once (a registry that cannot be read is an error, and none)."""
+    outside: list[tuple[Path, bytes]] | None = None
+    """Files under the roots, not targets, that can hold a class under contract (read on the first re-check)."""
 
 
 def check(paths: list[Path], options: Options) -> Report:
@@ -240,23 +242,17 @@ def _dependents(session: Session, rewrites: dict) -> list[ModuleFacts]:
     """Modules outside the targets that name a class of a rewritten file (as a base, a
     submodule, ...), and their own subclasses elsewhere, transitively: a fix of a shared factory
     must not break them."""
-    targets = {m.path for m in session.targets}
+    if session.outside is None:
+        session.outside = _outside(session)
     names = {n for path in rewrites for n in session.index.by_path[str(path)].classes}
     found: list[ModuleFacts] = []
-    seen = set(targets)
-    candidates = [p for root in session.index.roots for p in _python_files(root) if str(p) not in seen]
+    seen: set[str] = set()
     while names:
         searched = names
         pattern = re.compile(rb"\b(?:" + b"|".join(re.escape(n.encode()) for n in sorted(names)) + rb")\b")
         names = set()
-        for path in candidates:
-            if str(path) in seen:
-                continue
-            try:
-                data = path.read_bytes()
-            except OSError:
-                continue
-            if not pattern.search(data):
+        for path, data in session.outside:
+            if str(path) in seen or not pattern.search(data):
                 continue
             seen.add(str(path))
             try:
@@ -269,11 +265,26 @@ def _dependents(session: Session, rewrites: dict) -> list[ModuleFacts]:
     return found
 
 
-def _python_files(root: Path) -> list[Path]:
-    try:
-        return sorted(p for p in root.rglob("*.py") if p.is_file() and not p.is_symlink())
-    except OSError:
-        return []
+def _outside(session: Session) -> list[tuple[Path, bytes]]:
+    """The files under the import roots, not among the targets, that can hold a class under
+    contract (the same byte search as discovery)."""
+    targets = {m.path for m in session.targets}
+    out = []
+    for root in session.index.roots:
+        try:
+            paths = sorted(p for p in root.rglob("*.py") if p.is_file() and not p.is_symlink())
+        except OSError:
+            continue
+        for path in paths:
+            if str(path) in targets:
+                continue
+            try:
+                data = path.read_bytes()
+            except OSError:
+                continue
+            if relevant(data):
+                out.append((path, data))
+    return out
 
 
 def analyze(paths: list[Path], options: Options, report: Report) -> Session:
