@@ -328,7 +328,7 @@ def _once(files: list[Path]) -> list[Path]:
     seen: set[Path] = set()
     out = []
     for path in files:
-        real = path.resolve()
+        real = Path(os.path.realpath(path))  # never raises, even on a symlink loop
         if real not in seen:
             seen.add(real)
             out.append(path)
