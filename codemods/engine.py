@@ -324,10 +324,15 @@ def analyze(paths: list[Path], options: Options, report: Report) -> Session:
 
 
 def _once(files: list[Path]) -> list[Path]:
-    """Each file once, however many given paths reach it (`fix tree tree_alias`)."""
+    """Each file once, however many given paths reach it (`fix tree tree_alias`). A file that is
+    itself a symlink is kept as its own entry: it is a file of its own in git, and writing through
+    it is refused under its own name."""
     seen: set[Path] = set()
     out = []
     for path in files:
+        if path.is_symlink():
+            out.append(path)
+            continue
         real = Path(os.path.realpath(path))  # never raises, even on a symlink loop
         if real not in seen:
             seen.add(real)
