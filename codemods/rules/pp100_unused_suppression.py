@@ -21,13 +21,21 @@ RULE = Rule(
 )
 
 
-def check(unused: list[tuple[str, int, str, str]]) -> list[Finding]:
-    """`unused`: (path, line, code, line text) of each suppression that matched no finding."""
+REASONS = {
+    "unmatched": "nothing to silence here",
+    "non-enabled": "the rule is not selected",
+    "unknown": "no such rule",
+}
+
+
+def check(unused: list[tuple[str, int, str, str, str]]) -> list[Finding]:
+    """`unused`: (path, line, code, line text, why) of each suppression that matched no finding;
+    `why` is a key of `REASONS` (ruff's RUF100 words)."""
     return [
         RULE.finding(
             path=path, line=line, column=0, cls="",
-            message=f"unused suppression of {code}: nothing to silence here",
+            message=f"unused suppression of {code}: {REASONS[why]}",
             keys=(code,), evidence=(Evidence(Path(path), line, text, "suppression"),),
         )
-        for path, line, code, text in unused
+        for path, line, code, text, why in unused
     ]
