@@ -309,13 +309,13 @@ def test_import_cli_loads_neither_git_nor_sweep_nor_smoke() -> None:
     code = (
         "import sys, contractfix.cli; bad = sorted(m for m in sys.modules if m == 'git' or m.startswith(('git.', "
         "'contractfix.sweep', 'contractfix.smoke', 'contractfix.gitops', 'contractfix.gh', 'contractfix.demo'))); "
-        "print(bad, contractfix.cli.__file__)"
+        "import os; print(bad, os.path.realpath(contractfix.cli.__file__))"
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "[]"
+    assert out.split() == ["[]", str(ROOT / "cli.py")]
     import inspect
 
-    import cli
+    from contractfix import cli
     from contractfix.sweep import DEFAULT_BRANCH
 
     assert inspect.signature(cli.sweep).parameters["branch"].default == DEFAULT_BRANCH
