@@ -31,7 +31,7 @@ def one_error(result, *words: str) -> None:
         assert word in lines[0], result.output
 
 
-@pytest.mark.parametrize("selector", ["PP01", "X999", "PP1000", "", "P P"])
+@pytest.mark.parametrize("selector", ["PP0X", "X999", "PP1000", "", "P P"])
 def test_unknown_codes_and_prefixes_are_errors(in_dir: Path, selector: str) -> None:
     shutil.copy(STEP3, "step3.py")
     for option in ("--select", "--ignore"):
@@ -59,7 +59,7 @@ def test_all_and_lowercase_codes_select(in_dir: Path) -> None:
 @pytest.mark.parametrize(
     ("table", "words"),
     [
-        ('select = ["PP01"]', ["pyproject.toml", "`select`", "'PP01'"]),
+        ('select = ["PP0X"]', ["pyproject.toml", "`select`", "'PP0X'"]),
         ('ignore = "PP001"', ["pyproject.toml", "`ignore` must be a list of strings", "a string"]),
         ('unsafe-fixes = "false"', ["`unsafe-fixes` must be true or false", "a string"]),
         ("registry = 5", ["`registry` must be a list of strings", "a number"]),
