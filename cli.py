@@ -1,6 +1,8 @@
 """contractfix command line: parse options, call the package, print results. No logic here.
 
-Installed as `contractfix.cli` (codemods/cli.py links here), hence the relative imports."""
+Installed as `contractfix.cli` (codemods/cli.py links here), hence the relative imports. Start-up
+loads neither gitpython nor the sweep, smoke or demo modules: the commands that need them import
+them (every pre-commit run pays for what is imported here)."""
 
 from __future__ import annotations
 
@@ -13,34 +15,37 @@ from typing import Annotated
 
 import typer
 
-from . import __version__, cliutil, engine, gitops, progress
-from . import demo as demo_mod
-from . import sweep as sweep_mod
-from .gh import GhError
-from .report import color
-from .rules import ALL
-from .rules.docs import explain_text, markdown_section, rules_table
-from .smoke import SetupError, UsageError
+from . import __version__, cliutil, engine, progress
 
 app = typer.Typer(
     help="Find and fix pipeline-parallel contract violations in vLLM model files.",
     no_args_is_help=True,
     add_completion=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 
 
+def _show_version(value: bool) -> None:
+    if value:
+        typer.echo(f"contractfix {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _preflight() -> None:
+def main(
+    version: Annotated[bool, typer.Option("--version", "-V", is_eager=True, callback=_show_version, help="Print the version and exit.")] = False,
+) -> None:
+    """Find and fix pipeline-parallel contract violations in vLLM model files."""
     problem = cliutil.environment_problem()
     if problem:
         typer.echo(f"error: {problem}", err=True)
         raise typer.Exit(cliutil.EXIT_ERROR)
 
 
-def _echo(text: str, nl: bool = True) -> None:
+def _echo(text: str, nl: bool = True, mode: Color | None = None, styled: bool = False) -> None:
     """Print to standard output; one that cannot be written is an I/O error: exit 2."""
     try:
-        cliutil.echo(text, nl)
+        cliutil.echo(text, nl, mode.value if mode else "never", styled)
     except cliutil.OutputError as error:
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(cliutil.EXIT_ERROR) from None
@@ -68,10 +73,16 @@ class CommitPer(str, Enum):
     rule = "rule"
 
 
-Paths = Annotated[list[Path] | None, typer.Argument(help="Files or folders (default: .).")]
-Select = Annotated[list[str] | None, typer.Option("--select", help="Rule codes to check (comma-separated).")]
-Ignore = Annotated[list[str] | None, typer.Option("--ignore", help="Rule codes to skip (comma-separated).")]
-Exclude = Annotated[list[str] | None, typer.Option("--exclude", help="Glob of paths to skip.")]
+class Color(str, Enum):
+    auto = "auto"
+    always = "always"
+    never = "never"
+
+
+Paths = Annotated[list[Path] | None, typer.Argument(help="Files or folders (default: .); `-` reads standard input.")]
+Select = Annotated[list[str] | None, typer.Option("--select", help="Rule codes or prefixes to check (comma-separated; ALL for every rule).")]
+Ignore = Annotated[list[str] | None, typer.Option("--ignore", help="Rule codes or prefixes to skip (comma-separated).")]
+Exclude = Annotated[list[str] | None, typer.Option("--exclude", help="Glob of paths to skip (relative to the current folder).")]
 ScopeOpt = Annotated[Scope | None, typer.Option("--pp002-scope", help="entry: registered forwards; all: every model forward.")]
 Registry = Annotated[list[Path] | None, typer.Option("--registry", help="Path of vLLM's model registry.")]
 FormatOpt = Annotated[Format, typer.Option("--format", help="Output format.")]
@@ -81,10 +92,18 @@ Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Also show what c
 Unsafe = Annotated[bool | None, typer.Option("--unsafe-fixes/--no-unsafe-fixes", help="Also apply unsafe fixes.")]
 Jobs = Annotated[int | None, typer.Option("--jobs", "-j", min=1, help="Worker processes (default: one per core, at most 8; never more than the cores).")]
 Cache = Annotated[bool, typer.Option("--cache/--no-cache", help="Reuse per-file facts cached by content hash.")]
+ConfigFile = Annotated[Path | None, typer.Option("--config", help="Read options from this file (a pyproject.toml, or a TOML file holding the table's keys) instead of searching.")]
+Isolated = Annotated[bool, typer.Option("--isolated", help="Ignore every configuration file.")]
+ShowSettings = Annotated[bool, typer.Option("--show-settings", help="Print the resolved options and where each came from, then exit.")]
+ExitZero = Annotated[bool, typer.Option("--exit-zero", help="Exit 0 even when findings are left (errors still exit 2).")]
+OutputFile = Annotated[Path | None, typer.Option("--output-file", "-o", help="Write the output to this file instead of standard output.")]
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="Print findings and errors only, no summary.")]
+ColorOpt = Annotated[Color, typer.Option("--color", help="Colour text output: auto (a terminal, unless NO_COLOR; FORCE_COLOR forces it), always, never.")]
+StdinFilename = Annotated[Path | None, typer.Option("--stdin-filename", help="With `-`: the path standard input stands for (its repository resolves bases and the registry).")]
 
 
-def _options(paths, select, ignore, exclude, scope, registry, unsafe=None, jobs=None, cache=True):
-    try:
+def _options(paths, select, ignore, exclude, scope, registry, unsafe=None, jobs=0, cache=True, config_file=None, isolated=False):
+    with _user_errors():
         return cliutil.options(
             paths,
             select=cliutil.codes(select),
@@ -95,10 +114,45 @@ def _options(paths, select, ignore, exclude, scope, registry, unsafe=None, jobs=
             unsafe_fixes=unsafe,
             jobs=jobs,
             cache=cache,
+            config_file=config_file,
+            isolated=isolated,
         )
-    except ValueError as error:
-        typer.echo(f"error: {error}", err=True)
+
+
+def _paths(paths: list[Path] | None, stdin_filename: Path | None) -> tuple[list[Path], Path | None]:
+    with _user_errors():
+        return cliutil.stdin_paths(paths or [Path(".")], stdin_filename)
+
+
+@contextmanager
+def _stdin(stand_in: Path | None):
+    """Analyze standard input as the content of `stand_in` (nothing when None)."""
+    if stand_in is None:
+        yield None
+        return
+    from .discover import substitute
+
+    data = sys.stdin.buffer.read()
+    with substitute(stand_in, data):
+        yield data
+
+
+def _emit(text: str, output_file: Path | None, mode: Color, styled: bool = True, end: str = "\n") -> None:
+    """Print `text` (styled when it is text output and colour is on), or write it to `output_file`."""
+    if output_file is None:
+        _echo(text + end, nl=False, mode=mode, styled=styled)
+        return
+    try:
+        output_file.write_text(text + end, "utf-8")
+    except OSError as error:
+        typer.echo(f"error: {output_file}: cannot write: {error.strerror or error}", err=True)
         raise typer.Exit(cliutil.EXIT_ERROR) from None
+
+
+def _settings(options, show: bool, output_file: Path | None) -> None:
+    if show:
+        _emit(cliutil.settings(options), output_file, Color.never)
+        raise typer.Exit(cliutil.EXIT_OK)
 
 
 @app.command()
@@ -116,26 +170,49 @@ def check(
     cache: Cache = True,
     changed: Annotated[bool, typer.Option("--changed", help="Only the Python files changed against --base (committed, uncommitted or untracked).")] = False,
     base: Annotated[str | None, typer.Option("--base", help="With --changed: the ref to compare with (default: the merge base with the default branch).")] = None,
+    config_file: ConfigFile = None,
+    isolated: Isolated = False,
+    show_settings: ShowSettings = False,
+    exit_zero: ExitZero = False,
+    output_file: OutputFile = None,
+    quiet: Quiet = False,
+    color_mode: ColorOpt = Color.auto,
+    stdin_filename: StdinFilename = None,
+    add_noqa: Annotated[bool, typer.Option("--add-noqa", help="Write `# contractfix: ignore[CODE]` on the line of every finding left.")] = False,
 ) -> None:
     """Report contract violations. Exit 0: none, 1: findings, 2: errors."""
-    paths = paths or [Path(".")]
-    options = _options(paths, select, ignore, exclude, pp002_scope, registry, jobs=jobs, cache=cache)
+    paths, stand_in = _paths(paths, stdin_filename)
+    options = _options(paths, select, ignore, exclude, pp002_scope, registry, jobs=jobs, cache=cache,
+                       config_file=config_file, isolated=isolated)
+    _settings(options, show_settings, output_file)
     targets = paths
     if changed or base:
+        from . import gitops
+
         with _user_errors():
             if not changed:
                 raise gitops.GitError("--base needs --changed")
             targets = gitops.changed_under(paths, base)
-    with progress.shown():
+    with _stdin(stand_in), progress.shown():
         report, fixes = cliutil.checked(targets, options, with_fixes=format is Output.sarif)
-    _echo(cliutil.render(report, format.value, verbose, "check", statistics, fixes, color.wanted(sys.stdout)))
-    raise typer.Exit(cliutil.exit_code(report))
+    if add_noqa:
+        from . import noqa
+
+        added, errors = noqa.add(report.findings)
+        report.errors.extend(errors)
+        if not quiet:
+            typer.echo(f"added {added} suppression(s)", err=True)
+        _emit("\n".join(f"{e.path}: error: {e.message}" for e in errors), output_file, color_mode) if errors else None
+        raise typer.Exit(cliutil.EXIT_ERROR if report.errors else cliutil.EXIT_OK)
+    out = cliutil.render(report, format.value, verbose, "check", statistics, fixes, quiet)
+    _emit(out, output_file, color_mode, format is Output.text)
+    raise typer.Exit(cliutil.exit_code(report, exit_zero=exit_zero))
 
 
 @app.command()
 def fix(
     paths: Paths = None,
-    diff: Annotated[bool, typer.Option("--diff", help="Print a unified diff; write nothing.")] = False,
+    diff: Annotated[bool, typer.Option("--diff", help="Print a unified diff; write nothing. Exit 1 when there is a diff.")] = False,
     unsafe_fixes: Unsafe = None,
     select: Select = None,
     ignore: Ignore = None,
@@ -147,26 +224,42 @@ def fix(
     verbose: Verbose = False,
     jobs: Jobs = None,
     cache: Cache = True,
+    config_file: ConfigFile = None,
+    isolated: Isolated = False,
+    show_settings: ShowSettings = False,
+    exit_zero: ExitZero = False,
+    output_file: OutputFile = None,
+    quiet: Quiet = False,
+    color_mode: ColorOpt = Color.auto,
+    stdin_filename: StdinFilename = None,
 ) -> None:
-    """Apply fixes in place (safe ones; unsafe too with --unsafe-fixes). Exit 0: nothing left, 1: findings left, 2: errors."""
-    paths = paths or [Path(".")]
-    options = _options(paths, select, ignore, exclude, pp002_scope, registry, unsafe_fixes, jobs, cache)
-    with progress.shown():
-        report = engine.fix(paths, options, write=not diff)
-    if diff and format is Output.text:
-        _echo(cliutil.text_report.unified_diff(report.changes), nl=False)
+    """Apply fixes in place (safe ones; unsafe too with --unsafe-fixes); `-` prints the fixed standard
+    input. Exit 0: nothing left, 1: findings left (or, with --diff, fixes pending), 2: errors."""
+    paths, stand_in = _paths(paths, stdin_filename)
+    options = _options(paths, select, ignore, exclude, pp002_scope, registry, unsafe_fixes, jobs, cache,
+                       config_file, isolated)
+    _settings(options, show_settings, output_file)
+    with _stdin(stand_in) as data, progress.shown():
+        report = engine.fix(paths, options, write=not diff and stand_in is None)
+    if data is not None:
+        sys.stdout.buffer.write(report.changes[0].after if report.changes else data)
+        sys.stdout.buffer.flush()
+        left = cliutil.render(report, "text", verbose, "fix", quiet=True)
+        if left:
+            typer.echo(left, err=True)
+    elif diff and format is Output.text:
+        _emit(cliutil.text_report.unified_diff(report.changes), output_file, Color.never, styled=False, end="")
     else:
-        _echo(cliutil.render(
-            report, format.value, verbose, "fix", statistics, report if diff else None, color.wanted(sys.stdout)
-        ))
-    raise typer.Exit(cliutil.exit_code(report, remaining=True))
+        out = cliutil.render(report, format.value, verbose, "fix", statistics, report if diff else None, quiet)
+        _emit(out, output_file, color_mode, format is Output.text)
+    raise typer.Exit(cliutil.exit_code(report, remaining=True, exit_zero=exit_zero, diff=diff))
 
 
 @app.command()
 def sweep(
     repo: Annotated[Path | None, typer.Argument(help="A path in the repository (default: .).")] = None,
     base: Annotated[str, typer.Option("--base", help="Commit to fix and branch from.")] = "HEAD",
-    branch: Annotated[str, typer.Option("--branch", help="Branch to create or update.")] = sweep_mod.DEFAULT_BRANCH,
+    branch: Annotated[str, typer.Option("--branch", help="Branch to create or update.")] = "contractfix/pp-contracts",
     commit_per: Annotated[CommitPer, typer.Option("--commit-per", help="One commit for the run, or one per rule.")] = CommitPer.run,
     author: Annotated[str | None, typer.Option("--author", help="'Name <email>' (default: git's configured identity).")] = None,
     push: Annotated[str | None, typer.Option("--push", help="Remote (name, URL or path) to push the branch to, with a lease.")] = None,
@@ -189,6 +282,8 @@ def sweep(
     Your checkout is left as it is. Exit 0: done (or nothing to do); 1: done, but some file could not be
     analysed or fixed, or the smoke run failed (then nothing is pushed); 2: refused or failed (see the error;
     with --format json the JSON object holds it as "error", and what was done before it)."""
+    from . import sweep as sweep_mod
+
     result = sweep_mod.SweepResult(branch, base)
     try:
         overrides = dict(
@@ -216,7 +311,7 @@ def sweep(
             labels=tuple(label or ()),
         )
         sweep_mod.sweep(request, result)
-    except USER_ERRORS as error:
+    except _user_error_types() as error:
         result.status, result.error = "error", str(error)
         if format is not Format.json:
             typer.echo(f"error: {error}", err=True)
@@ -227,17 +322,25 @@ def sweep(
     raise typer.Exit(result.exit_code)
 
 
-USER_ERRORS = (gitops.GitError, GhError, SetupError, UsageError, ValueError)
-
-
 @contextmanager
 def _user_errors():
     """Print a git/gh/config problem as `error: ...` and exit 2."""
     try:
         yield
-    except USER_ERRORS as error:
+    except Exception as error:
+        if not isinstance(error, _user_error_types()):
+            raise
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(cliutil.EXIT_ERROR) from None
+
+
+def _user_error_types() -> tuple[type[Exception], ...]:
+    """ValueError (bad options and config) and the errors of the git, gh and smoke modules, of
+    those loaded: one not loaded cannot have raised (start-up loads none of them)."""
+    named = (("gitops", "GitError"), ("gh", "GhError"), ("smoke", "SetupError"), ("smoke", "UsageError"))
+    modules = {m: f"{__package__}.{m}" for m, _ in named}
+    loaded = [getattr(sys.modules[modules[m]], name) for m, name in named if modules[m] in sys.modules]
+    return (ValueError, *loaded)
 
 
 @app.command()
@@ -245,12 +348,18 @@ def rules(
     markdown: Annotated[bool, typer.Option("--markdown", help="Print the README's rule section.")] = False,
 ) -> None:
     """List every rule: code, name, fix applicability, summary."""
+    from .rules import ALL
+    from .rules.docs import markdown_section, rules_table
+
     _echo(markdown_section(ALL.values()) if markdown else rules_table(ALL.values()))
 
 
 @app.command()
 def explain(code: str) -> None:
     """Show a rule's rationale and a before/after example."""
+    from .rules import ALL
+    from .rules.docs import explain_text
+
     rule = ALL.get(code.upper())
     if rule is None:
         typer.echo(f"error: no rule {code!r}; see `contractfix rules`", err=True)
@@ -261,6 +370,8 @@ def explain(code: str) -> None:
 @app.command()
 def demo() -> None:
     """Run the main job on a bundled example tree (copied to a temp dir) and show the result."""
+    from . import demo as demo_mod
+
     _echo(demo_mod.run())
 
 

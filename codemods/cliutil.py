@@ -5,34 +5,75 @@ from __future__ import annotations
 import json
 import os
 import sys
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 
 from . import config, engine
 from .findings import Report
+from .report import color, stats
 from .report import github as github_report
 from .report import json_format as json_report
-from .report import stats
 from .report import text as text_report
-from .report.color import colorize
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+STDIN = Path("-")
 
 
 def codes(values: list[str] | None) -> tuple[str, ...]:
-    """`--select PP001,PP002 --select PP003` -> ("PP001", "PP002", "PP003")."""
-    return tuple(c.strip().upper() for v in values or () for c in v.split(",") if c.strip())
+    """`--select PP001,PP002 --select PP003` -> ("PP001", "PP002", "PP003"); checked by `config.load`."""
+    return tuple(c.strip() for v in values or () for c in v.split(",") if c.strip())
 
 
 def options(paths: list[Path], **given) -> config.Options:
+    """Options for a run over `paths`; `config.ConfigError` (a ValueError) for a bad value.
+    A `--registry` that does not exist is an error (one that is not a registry is an error for
+    that file when the run reads it)."""
+    for registry in given.get("registry") or ():
+        if not registry.exists():
+            raise config.ConfigError(f"--registry {registry}: no such file")
     return config.load(paths[0] if paths else Path("."), **given)
 
 
-def exit_code(report: Report, remaining: bool = False) -> int:
+def stdin_paths(paths: list[Path], stdin_filename: Path | None) -> tuple[list[Path], Path | None]:
+    """(paths to analyze, the path standard input stands for, or None). `-` must be alone;
+    without `--stdin-filename` it stands for `stdin.py` in the current folder."""
+    if STDIN not in paths:
+        if stdin_filename is not None:
+            raise config.ConfigError("--stdin-filename needs `-` as the path")
+        return paths, None
+    if len(paths) > 1:
+        raise config.ConfigError("`-` (standard input) cannot be combined with other paths")
+    stand_in = stdin_filename or Path("stdin.py")
+    return [stand_in], stand_in
+
+
+def settings(options: config.Options) -> str:
+    """`--show-settings`: every option, its value and where it came from."""
+    lines = []
+    for item in fields(options):
+        if item.name == "sources":
+            continue
+        value = getattr(options, item.name)
+        shown = [_shown(v) for v in value] if isinstance(value, tuple) else _shown(value)
+        lines.append(f"{item.name.replace('_', '-')} = {shown}  # {options.sources.get(item.name, 'default')}")
+    return "\n".join(lines)
+
+
+def _shown(value):
+    if isinstance(value, config.Glob):
+        return f"{value.pattern} (in {value.anchor})"
+    if isinstance(value, tuple):
+        return [_shown(v) for v in value]
+    return str(value) if isinstance(value, Path) else value
+
+
+def exit_code(report: Report, remaining: bool = False, exit_zero: bool = False, diff: bool = False) -> int:
+    """2 on errors; else 1 when findings are left (or, with `diff`, when fixes are pending) unless
+    `exit_zero`; else 0."""
     if report.errors:
         return EXIT_ERROR
     left = report.remaining if remaining else report.findings
-    return EXIT_FINDINGS if left else EXIT_OK
+    return EXIT_FINDINGS if (left or diff and report.changes) and not exit_zero else EXIT_OK
 
 
 def checked(paths: list[Path], options: config.Options, with_fixes: bool = False) -> tuple[Report, Report | None]:
@@ -45,11 +86,12 @@ def checked(paths: list[Path], options: config.Options, with_fixes: bool = False
 
 def render(
     report: Report, fmt: str, verbose: bool, mode: str, statistics: bool = False, fixes: Report | None = None,
-    color: bool = False,
+    quiet: bool = False,
 ) -> str:
     """`report` in format `fmt` ("text", "json", "sarif", "github"); `mode` is "check" or "fix".
-    `statistics` adds counts per rule. `fixes` (a `preview`, or a `fix` run that wrote nothing)
-    gives SARIF results their fixes; without it, SARIF after a fix lists only what is left."""
+    `statistics` adds counts per rule. `fixes` (from `checked`, or a `fix` run that wrote nothing)
+    gives SARIF results their fixes; without it, SARIF after a fix lists only what is left.
+    `quiet` leaves out the summary of text output."""
     rows = stats.rows(report, mode) if statistics else None
     if fmt == "json":
         doc = json_report.document(report, verbose)
@@ -65,11 +107,10 @@ def render(
         out = github_report.render(report, verbose, mode)
         github_report.write_step_summary(report, mode)
     elif mode == "fix":
-        out = text_report.render_fix(report, verbose)
+        out = text_report.render_fix(report, verbose, quiet)
     else:
-        out = text_report.render(report, verbose)
-    out += "\n\n" + stats.table(rows) if rows is not None else ""
-    return colorize(out) if color and fmt == "text" else out
+        out = text_report.render(report, verbose, quiet)
+    return out + ("\n\n" + stats.table(rows) if rows is not None else "")
 
 
 class OutputError(Exception):
@@ -87,14 +128,14 @@ def environment_problem() -> str | None:
     return None
 
 
-def echo(text: str, nl: bool = True) -> None:
-    """Write `text` to standard output and flush it. Raises OutputError when it cannot be written;
-    standard output then points at the null device, so exiting does not fail a second time."""
+def echo(text: str, nl: bool = True, mode: str = "never", styled: bool = False) -> None:
+    """Write `text` to standard output (styled when `styled` and colour `mode` allows) and flush
+    it. Raises OutputError when it cannot be written; standard output then points at the null
+    device, so exiting does not fail a second time."""
     try:
         if sys.stdout is None:
             raise OSError("standard output is closed")
-        sys.stdout.write(text + ("\n" if nl else ""))
-        sys.stdout.flush()
+        color.emit(text, sys.stdout, mode, styled, "\n" if nl else "")
     except OSError as error:
         null = os.open(os.devnull, os.O_WRONLY)
         os.dup2(null, 1)

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import errno
-import fnmatch
 import io
 import mmap
 import os
 import stat
+import subprocess
 import tokenize
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .config import Glob
 from .findings import FileError
 from .vllm_names import PARAM, PP_INTERFACE, PRODUCER, TENSORS_CLASS
 
@@ -31,18 +34,36 @@ class Discovery:
     errors: list[FileError] = field(default_factory=list)
 
 
-def discover(paths: list[Path], exclude: tuple[str, ...] = ()) -> Discovery:
-    """Every `.py` file under `paths` (not following directory links), minus `exclude` globs."""
+_SUBSTITUTES: dict[str, bytes] = {}
+"""Paths whose content is given (standard input) rather than read from disk."""
+
+
+@contextmanager
+def substitute(path: Path, data: bytes) -> Iterator[None]:
+    """Analyze `data` as the content of `path` (which need not exist) for the duration."""
+    key = os.path.abspath(path)
+    _SUBSTITUTES[key] = data
+    try:
+        yield
+    finally:
+        del _SUBSTITUTES[key]
+
+
+def discover(paths: list[Path], exclude: tuple[Glob, ...] = ()) -> Discovery:
+    """Every `.py` file under `paths` (not following directory links), minus `exclude` globs and,
+    in a git repository, files git ignores (named files are taken as given)."""
     found = Discovery()
     seen: set[Path] = set()
     for path in paths:
-        if not path.exists() and not path.is_symlink():
+        if os.path.abspath(path) in _SUBSTITUTES:
+            candidates = [path]
+        elif not path.exists() and not path.is_symlink():
             found.errors.append(FileError(path, "no such file or directory"))
             continue
-        if path.is_file() or path.is_symlink() and not path.is_dir():
+        elif path.is_file() or path.is_symlink() and not path.is_dir():
             candidates = [path]
         elif path.is_dir():
-            candidates = list(_walk(path, found.errors))
+            candidates = _unignored(list(_walk(path, found.errors)))
             if not candidates:
                 found.errors.append(FileError(path, "no Python files found"))
         else:
@@ -68,9 +89,67 @@ def _walk(root: Path, errors: list[FileError]):
                 yield Path(folder) / name
 
 
-def _excluded(path: Path, patterns: tuple[str, ...]) -> bool:
-    text = path.as_posix()
-    return any(fnmatch.fnmatch(text, p) or fnmatch.fnmatch(text, f"*/{p}") for p in patterns)
+def _excluded(path: Path, patterns: tuple[Glob, ...]) -> bool:
+    return any(glob.matches(path) for glob in patterns)
+
+
+GIT_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY")
+
+
+def _unignored(files: list[Path]) -> list[Path]:
+    """`files` less those git ignores: in a git work tree only tracked files and untracked ones
+    that no ignore rule matches are kept (each nested repository asked on its own); files outside
+    any work tree are all kept."""
+    roots: dict[str, str | None] = {}
+    groups: dict[str | None, list[Path]] = {}
+    for file in files:
+        groups.setdefault(_git_root(os.path.dirname(os.path.abspath(file)), roots), []).append(file)
+    kept = groups.pop(None, [])
+    for root, group in groups.items():
+        listed = _listed(root) if root else None
+        kept.extend(group if listed is None else [f for f in group if _physical(f) in listed])
+    order = {id(f): n for n, f in enumerate(files)}
+    return sorted(kept, key=lambda f: order[id(f)])
+
+
+def _git_root(folder: str, cache: dict[str, str | None]) -> str | None:
+    trail = []
+    while folder not in cache:
+        trail.append(folder)
+        if os.path.exists(os.path.join(folder, ".git")):
+            cache[folder] = folder
+            break
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            cache[folder] = None
+            break
+        folder = parent
+    found = cache[folder]
+    cache.update(dict.fromkeys(trail, found))
+    return found
+
+
+def _listed(root: str) -> set[str] | None:
+    """Physical paths of the tracked and untracked-not-ignored `.py` files of the work tree at
+    `root`; None when git cannot tell (not installed, not a work tree, unsafe ownership)."""
+    env = {k: v for k, v in os.environ.items() if k not in GIT_ENV}
+    try:
+        result = subprocess.run(
+            ["git", "-C", root, "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", "*.py"],
+            capture_output=True, env=env, timeout=120, check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if result.returncode:
+        return None
+    top = os.path.realpath(root)
+    return {os.path.join(top, os.fsdecode(name)) for name in result.stdout.split(b"\0") if name}
+
+
+def _physical(file: Path) -> str:
+    """The path with its folders' links resolved, the file's own name kept (a tracked link)."""
+    absolute = os.path.abspath(file)
+    return os.path.join(os.path.realpath(os.path.dirname(absolute)), os.path.basename(absolute))
 
 
 def read_source(path: Path) -> bytes | None:
@@ -80,6 +159,12 @@ def read_source(path: Path) -> bytes | None:
     (broken link, link loop, FIFO, device) and for a relevant file over `MAX_SOURCE_BYTES`.
     Opens without blocking, so a path swapped for a FIFO after discovery cannot hang the run.
     """
+    given = _SUBSTITUTES.get(os.path.abspath(path))
+    if given is not None:
+        if not relevant(given):
+            return None
+        _check_decodes(given)
+        return given
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as error:

@@ -430,10 +430,11 @@ def evaluate(session: Session) -> tuple[list[Finding], list[Finding]]:
             findings.extend(module.check(ctx))
     names = {name for m in session.targets for name in m.classes}
     findings = [f for f in findings if _concerns_targets(f, ctx.targets, names)]
-    findings, ctx.unused_suppressions = apply_suppressions(findings, index, session.targets, session.options)
+    known = {m.RULE.code for m in rules.MODULES}
+    findings, ctx.unused_suppressions = apply_suppressions(findings, index, session.targets, session.options, known)
     for module in wanted:
         if module.RULE.checks_suppressions:
-            findings.extend(module.check(ctx))
+            findings.extend(f for f in module.check(ctx) if session.options.wants_in(f.rule, Path(f.path)))
     notes = sorted((f for f in findings if f.note), key=lambda f: f.sort_key)
     real = sorted((f for f in findings if not f.note), key=lambda f: f.sort_key)
     return real, notes

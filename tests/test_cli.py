@@ -50,7 +50,7 @@ def test_check_json_document(in_dir: Path) -> None:
     assert finding["fix"]["applicability"] == "safe"
     assert {e["line"] for e in finding["evidence"]} == {16, 24, 26}
     assert doc["errors"][0]["path"] == "broken.py" and "syntax error" in doc["errors"][0]["message"]
-    assert doc["summary"] == {"files_scanned": 2, "findings": 1, "fixable": 1}
+    assert doc["summary"] == {"files_scanned": 2, "findings": 1, "fixable": 1, "unsafe_fixable": 0}
 
 
 def test_select_and_ignore(in_dir: Path) -> None:
@@ -94,7 +94,7 @@ def test_pyproject_config_and_cli_override(in_dir: Path) -> None:
     shutil.copy(STEP3, "step3.py")
     Path("pyproject.toml").write_text('[tool.contractfix]\nignore = ["PP001"]\nexclude = ["skipped/*"]\n')
     assert invoke("check", ".").exit_code == 0
-    assert invoke("check", ".", "--select", "PP001", "--ignore", "PP999").exit_code == 1
+    assert invoke("check", ".", "--select", "PP001", "--ignore", "PP005").exit_code == 1
     Path("pyproject.toml").write_text('[tool.contractfix]\npp002-scope = "everything"\n')
     result = invoke("check", ".")
     assert result.exit_code == 2 and "pp002-scope" in result.output
@@ -164,23 +164,158 @@ def test_config_is_not_taken_from_above_the_git_root(in_dir: Path) -> None:
     assert invoke("check", "step3.py").exit_code == 0
 
 
-def test_text_colours_only_on_a_terminal_without_no_color(in_dir: Path) -> None:
-    from contractfix import cliutil, engine
-    from contractfix.config import Options
+def test_text_colours_through_rich_on_a_terminal_only(in_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from contractfix.report import color
 
-    class Terminal:
+    class Terminal(io.StringIO):
         def isatty(self) -> bool:
             return True
 
-    assert color.wanted(Terminal(), {}) is True
-    assert color.wanted(Terminal(), {"NO_COLOR": "1"}) is False
-    assert color.wanted(io.StringIO(), {}) is False
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.delenv("FORCE_COLOR", raising=False)
+    monkeypatch.setenv("TERM", "xterm")
+    line = "a.py:1:1: PP001 x (C) [safe fix: y]"
+
+    def shown(stream, mode="auto"):
+        color.emit(line, stream, mode)
+        return stream.getvalue()
+
+    coloured = shown(Terminal())
+    assert "\x1b[" in coloured and re.sub(r"\x1b\[[0-9;]*m", "", coloured) == line + "\n"
+    assert shown(io.StringIO()) == line + "\n"
+    assert shown(Terminal(), "never") == line + "\n"
+    assert "\x1b[" in shown(io.StringIO(), "always")
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    assert "\x1b[" in shown(io.StringIO())
+    monkeypatch.delenv("FORCE_COLOR")
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert "\x1b[" not in shown(Terminal())
+    monkeypatch.delenv("NO_COLOR")
     shutil.copy(STEP3, "step3.py")
-    report = engine.check([Path("step3.py")], Options())
-    plain = cliutil.render(report, "text", False, "check")
-    coloured = cliutil.render(report, "text", False, "check", color=True)
-    assert "\x1b[" not in plain and "\x1b[1;31mPP001\x1b[0m" in coloured
-    assert re.sub(r"\x1b\[[0-9;]*m", "", coloured) == plain
-    assert "\x1b[" not in cliutil.render(report, "json", False, "check", color=True)
     assert "\x1b[" not in invoke("check", "step3.py").output
+    assert "\x1b[" in invoke("check", "step3.py", "--color", "always").output
+    assert "\x1b[" not in invoke("check", "step3.py", "--color", "always", "--format", "json").output
+
+
+def test_version_and_short_help() -> None:
+    from contractfix import __version__
+
+    for flag in ("--version", "-V"):
+        result = invoke(flag)
+        assert result.exit_code == 0 and result.output == f"contractfix {__version__}\n"
+    assert invoke("-h").output == invoke("--help").output
+    assert "--select" in invoke("check", "-h").output
+
+
+def test_fix_diff_exits_1_while_fixes_are_pending(in_dir: Path) -> None:
+    shutil.copy(STEP3, "step3.py")
+    result = invoke("fix", "--diff", "step3.py")
+    assert result.exit_code == 1 and result.output.startswith("--- a/step3.py")
+    invoke("fix", "step3.py")
+    result = invoke("fix", "--diff", "step3.py")
+    assert result.exit_code == 0 and result.output.strip() == ""
+
+
+def test_exit_zero_output_file_and_quiet(in_dir: Path) -> None:
+    shutil.copy(STEP3, "step3.py")
+    result = invoke("check", "step3.py", "--exit-zero", "--output-file", "out.txt")
+    assert result.exit_code == 0 and result.output == ""
+    written = Path("out.txt").read_text()
+    assert "PP001" in written and "1 finding(s)" in written and "\x1b[" not in written
+    assert invoke("check", "missing.py", "--exit-zero").exit_code == 2
+    quiet = invoke("check", "step3.py", "-q")
+    assert quiet.exit_code == 1 and "PP001" in quiet.output and "finding(s)" not in quiet.output
+    one = invoke("check", "step3.py", "-o", "no/such/dir/out.txt")
+    assert one.exit_code == 2 and "no/such/dir/out.txt" in one.output
+
+
+def test_check_reads_standard_input_as_the_named_file(in_dir: Path) -> None:
+    copy_example(in_dir / "repo")
+    llama = in_dir / "repo" / "vllm" / "model_executor" / "models" / "tiny_llama.py"
+    broken = llama.read_text().replace('["hidden_states", "residual"]', '["hidden_states"]')
+    result = runner.invoke(app, ["check", "-", "--stdin-filename", str(llama), "--format", "json"], input=broken)
+    doc = json.loads(result.output)
+    assert result.exit_code == 1
+    assert {(f["rule"], f["path"]) for f in doc["findings"]} == {("PP001", "repo/vllm/model_executor/models/tiny_llama.py")}
+    assert invoke("check", str(llama)).exit_code == 0, "the file on disk was not touched"
+    clean = runner.invoke(app, ["check", "-", "--stdin-filename", str(llama)], input=llama.read_text())
+    assert clean.exit_code == 0
+    assert runner.invoke(app, ["check", "-", "x.py"], input="").exit_code == 2
+
+
+def test_fix_standard_input_prints_the_fixed_source(in_dir: Path) -> None:
+    source = STEP3.read_text()
+    result = runner.invoke(app, ["fix", "-", "--stdin-filename", "step3.py"], input=source)
+    assert result.exit_code == 0
+    assert result.stdout == source.replace('["hidden_states"], config', '["hidden_states", "residual"], config')
+    assert not Path("step3.py").exists()
+    plain = runner.invoke(app, ["fix", "-"], input="x = 1\n")
+    assert plain.exit_code == 0 and plain.stdout == "x = 1\n"
+
+
+def test_add_noqa_suppresses_every_finding_left(in_dir: Path) -> None:
+    shutil.copy(ROOT / "tests" / "fixtures" / "PP001" / "read_not_sent.py", "reads.py")
+    shutil.copy(STEP3, "step3.py")
+    Path("step3.py").write_bytes(Path("step3.py").read_bytes().replace(b"\n", b"\r\n"))
+    before = {p: Path(p).read_bytes() for p in ("reads.py", "step3.py")}
+    result = invoke("check", ".", "--add-noqa")
+    assert result.exit_code == 0 and "added 2 suppression(s)" in result.output
+    assert invoke("check", ".").exit_code == 0
+    for name, old in before.items():
+        new = Path(name).read_bytes()
+        changed = [(a, b) for a, b in zip(old.splitlines(True), new.splitlines(True), strict=True) if a != b]
+        assert len(changed) == 1, name
+        a, b = changed[0]
+        assert b == a.rstrip(b"\r\n") + b"  # contractfix: ignore[PP001]" + a[len(a.rstrip(b"\r\n")):]
+
+
+def test_suppression_inside_a_string_does_not_count(in_dir: Path) -> None:
+    shutil.copy(STEP3, "step3.py")
+    with open("step3.py", "a") as handle:
+        handle.write('\nNOTE = """\n# contractfix: ignore[PP004]\n"""\n')
+    result = invoke("check", "step3.py")
+    assert "PP100" not in result.output
+
+
+def test_suppression_after_a_form_feed_still_applies(in_dir: Path) -> None:
+    """Issue 11 item 4 for suppressions: lines are numbered as Python's tokenizer does."""
+    text = STEP3.read_text().replace(
+        "class StepModel(nn.Module):", "\f\nclass StepModel(nn.Module):  # contractfix: ignore[pp001]", 1
+    )
+    Path("step3.py").write_text("# \f x\n" + text)
+    result = invoke("fix", "step3.py")
+    assert result.exit_code == 0 and "0 fixed" in result.output
+
+
+def test_select_pp100_alone_reports_every_suppression_like_ruff_ruf100(in_dir: Path) -> None:
+    shutil.copy(STEP3, "step3.py")
+    text = Path("step3.py").read_text().replace(
+        "class StepModel(nn.Module):", "class StepModel(nn.Module):  # contractfix: ignore[PP001, PP999]"
+    )
+    Path("step3.py").write_text(text)
+    default = invoke("check", "step3.py")
+    assert default.exit_code == 1 and "unused suppression of PP999: no such rule" in default.output
+    assert "suppression of PP001" not in default.output
+    alone = invoke("check", "step3.py", "--select", "PP100")
+    assert alone.exit_code == 1
+    assert "unused suppression of PP001: the rule is not selected" in alone.output
+    assert "PP999" in alone.output
+
+
+def test_import_cli_loads_neither_git_nor_sweep_nor_smoke() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, contractfix.cli; bad = sorted(m for m in sys.modules if m == 'git' or m.startswith(('git.', "
+        "'contractfix.sweep', 'contractfix.smoke', 'contractfix.gitops', 'contractfix.gh', 'contractfix.demo'))); "
+        "import os; print(bad, os.path.realpath(contractfix.cli.__file__))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["[]", str(ROOT / "cli.py")]
+    import inspect
+
+    from contractfix import cli
+    from contractfix.sweep import DEFAULT_BRANCH
+
+    assert inspect.signature(cli.sweep).parameters["branch"].default == DEFAULT_BRANCH

@@ -11,7 +11,7 @@ import tokenize
 from ..facts import ModuleFacts
 from .classes import ClassAnalyzer
 
-SUPPRESSION = re.compile(r"#\s*contractfix:\s*ignore\[([A-Z0-9,\s]+)\]")
+SUPPRESSION = re.compile(r"#\s*contractfix:\s*ignore\[([A-Za-z0-9,\s]+)\]")
 
 
 def analyze_source(source: bytes, path: str, module: str) -> ModuleFacts:
@@ -65,14 +65,23 @@ def _char_columns(tree: ast.AST, source: bytes) -> None:
 
 
 def _suppressions(text: str) -> dict[int, tuple[str, ...]]:
-    """Line -> rule codes of each `# contractfix: ignore[...]` comment."""
+    """Line -> rule codes (upper-cased) of each `# contractfix: ignore[...]` comment, read from
+    comment tokens (never from a string literal), lines numbered as Python's tokenizer numbers them."""
     if "contractfix:" not in text:
         return {}
     found = {}
-    for number, line in enumerate(text.splitlines(), start=1):
-        match = SUPPRESSION.search(line)
+    try:
+        comments = [
+            (token.start[0], token.string)
+            for token in tokenize.generate_tokens(io.StringIO(text, newline=None).readline)
+            if token.type == tokenize.COMMENT
+        ]
+    except (tokenize.TokenError, SyntaxError):
+        comments = list(enumerate(re.split(r"\r\n|\r|\n", text), start=1))
+    for number, comment in comments:
+        match = SUPPRESSION.search(comment)
         if match:
-            found[number] = tuple(c.strip() for c in match.group(1).split(",") if c.strip())
+            found[number] = tuple(c.strip().upper() for c in match.group(1).split(",") if c.strip())
     return found
 
 

@@ -28,3 +28,11 @@ def repository_root(start: Path | None = None) -> Path:
     and SARIF paths against the repository root, wherever in it contractfix ran."""
     start = (start or Path.cwd()).resolve()
     return next((d for d in (start, *start.parents) if (d / ".git").exists()), start)
+
+
+def fixable_counts(findings) -> tuple[int, int]:
+    """(findings with a safe fix, findings with an unsafe fix): every format reports these two."""
+    from ..findings import Applicability
+
+    kinds = [f.fix.applicability for f in findings if f.fix]
+    return kinds.count(Applicability.SAFE), kinds.count(Applicability.UNSAFE)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..findings import FileChange, Finding, Report
 from ..rules import ALL
-from . import relative, repository_root
+from . import fixable_counts, relative, repository_root
 from .sarif import help_uri
 
 SUMMARY_LIMIT = 1000 * 1024  # GitHub refuses a step summary over 1 MiB
@@ -68,7 +68,12 @@ def _counts(report: Report, mode: str) -> str:
         preview = "" if report.written else " (preview: nothing written)"
         return f"{len(report.fixed)} {done}, {len(findings)} remaining, {len(report.errors)} error(s){preview}"
     return (f"{len(findings)} finding(s) in {report.files_scanned} file(s) scanned, "
-            f"{sum(1 for f in findings if f.fix)} fixable, {len(report.errors)} error(s)")
+            f"{_fixable(findings)}, {len(report.errors)} error(s)")
+
+
+def _fixable(findings: list[Finding]) -> str:
+    safe, unsafe = fixable_counts(findings)
+    return f"{safe} fixable" + (f" (+{unsafe} with --unsafe-fixes)" if unsafe else "")
 
 
 def _row(*cells: str) -> str:

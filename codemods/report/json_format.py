@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..findings import Finding, Report
-from . import relative
+from . import fixable_counts, relative
 
 VERSION = 1
 
@@ -24,6 +24,7 @@ def finding(f: Finding) -> dict:
 
 
 def document(report: Report, verbose: bool = False) -> dict:
+    safe, unsafe = fixable_counts(report.findings)
     doc = {
         "version": VERSION,
         "findings": [finding(f) for f in report.findings],
@@ -31,7 +32,8 @@ def document(report: Report, verbose: bool = False) -> dict:
         "summary": {
             "files_scanned": report.files_scanned,
             "findings": len(report.findings),
-            "fixable": sum(1 for f in report.findings if f.fix),
+            "fixable": safe,
+            "unsafe_fixable": unsafe,
         },
     }
     if verbose:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..findings import Finding, Report
 from ..rules import ALL
+from . import fixable_counts
 
 
 def rows(report: Report, mode: str = "check") -> list[dict]:
@@ -36,4 +37,5 @@ def table(rows: list[dict]) -> str:
 
 
 def _fixable(findings: list[Finding]) -> int:
-    return sum(1 for f in findings if f.fix)
+    """Safe fixes only, as in the text summary and JSON `summary.fixable`."""
+    return fixable_counts(findings)[0]

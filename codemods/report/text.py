@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import difflib
 
-from ..findings import Applicability, FileChange, Finding, Report
+from ..findings import FileChange, Finding, Report
 from ..sourcelines import split_lines
-from . import relative
+from . import fixable_counts, relative
 
 
 def finding_lines(finding: Finding) -> list[str]:
@@ -21,7 +21,8 @@ def finding_lines(finding: Finding) -> list[str]:
     return lines
 
 
-def render(report: Report, verbose: bool = False) -> str:
+def render(report: Report, verbose: bool = False, quiet: bool = False) -> str:
+    """Findings, errors and (unless `quiet`) a summary line."""
     lines: list[str] = []
     for finding in report.findings:
         lines.extend(finding_lines(finding))
@@ -30,8 +31,9 @@ def render(report: Report, verbose: bool = False) -> str:
             lines.extend(finding_lines(note))
     for error in report.errors:
         lines.append(f"{relative(error.path)}: error: {error.message}")
-    safe = sum(1 for f in report.findings if f.fix and f.fix.applicability is Applicability.SAFE)
-    unsafe = sum(1 for f in report.findings if f.fix and f.fix.applicability is Applicability.UNSAFE)
+    if quiet:
+        return "\n".join(lines)
+    safe, unsafe = fixable_counts(report.findings)
     lines.append(
         f"{len(report.findings)} finding(s) in {report.files_scanned} file(s) scanned, "
         f"{safe} fixable" + (f" (+{unsafe} with --unsafe-fixes)" if unsafe else "")
@@ -41,12 +43,15 @@ def render(report: Report, verbose: bool = False) -> str:
     return "\n".join(lines)
 
 
-def render_fix(report: Report, verbose: bool = False) -> str:
+def render_fix(report: Report, verbose: bool = False, quiet: bool = False) -> str:
+    """What was (or would be) fixed, what is left, errors and a summary; `quiet`: only what is
+    left and errors."""
     done = "fixed" if report.written else "would fix"
-    lines = [f"{done} {relative(c.path)}: " + ", ".join(f"{f.rule} {f.cls}" for f in c.findings) for c in report.changes]
+    lines = [] if quiet else [f"{done} {relative(c.path)}: " + ", ".join(f"{f.rule} {f.cls}" for f in c.findings) for c in report.changes]
     remaining = report.remaining
     if remaining:
-        lines.append(f"{len(remaining)} finding(s) left:")
+        if not quiet:
+            lines.append(f"{len(remaining)} finding(s) left:")
         for finding in remaining:
             lines.extend(finding_lines(finding))
     if verbose:
@@ -54,6 +59,8 @@ def render_fix(report: Report, verbose: bool = False) -> str:
             lines.extend(finding_lines(note))
     for error in report.errors:
         lines.append(f"{relative(error.path)}: error: {error.message}")
+    if quiet:
+        return "\n".join(lines)
     preview = "" if report.written else " (preview: nothing written)"
     lines.append(f"{len(report.fixed)} {'fixed' if report.written else 'to fix'}, {len(remaining)} remaining, {len(report.errors)} error(s){preview}")
     return "\n".join(lines)

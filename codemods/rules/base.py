@@ -76,11 +76,13 @@ class FactoryUser:
 
 @dataclass(frozen=True)
 class Suppression:
-    """A `# contractfix: ignore[CODE]` comment: `code` silenced on line `line` of `path`."""
+    """A `# contractfix: ignore[CODE]` comment: `code` silenced on line `line` of `path`; `why`
+    it is unused, where it is (a key of PP100's `REASONS`)."""
 
     path: str
     line: int
     code: str
+    why: str = "unmatched"
 
 
 @dataclass

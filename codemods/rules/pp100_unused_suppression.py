@@ -34,12 +34,19 @@ RULE = Rule(
 )
 
 
+REASONS = {
+    "unmatched": "nothing to silence here",
+    "non-enabled": "the rule is not selected",
+    "unknown": "no such rule",
+}
+
+
 def check(ctx: Context) -> list[Finding]:
     """A finding for each suppression that matched no finding of the rule it names."""
     return [
         RULE.finding(
             path=s.path, line=s.line, column=0, cls="",
-            message=f"unused suppression of {s.code}: nothing to silence here",
+            message=f"unused suppression of {s.code}: {REASONS[s.why]}",
             keys=(s.code,), evidence=(Evidence(Path(s.path), s.line, ctx.line(s.path, s.line), "suppression"),),
         )
         for s in ctx.unused_suppressions
