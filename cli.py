@@ -57,6 +57,7 @@ Ignore = Annotated[list[str] | None, typer.Option("--ignore", help="Rule codes t
 Exclude = Annotated[list[str] | None, typer.Option("--exclude", help="Glob of paths to skip.")]
 ScopeOpt = Annotated[Scope | None, typer.Option("--pp002-scope", help="entry: registered forwards; all: every model forward.")]
 Registry = Annotated[list[Path] | None, typer.Option("--registry", help="Path of vLLM's model registry.")]
+ExtraPath = Annotated[list[Path] | None, typer.Option("--extra-path", help="A tree used only to resolve bases, producers and helpers (repeatable).")]
 FormatOpt = Annotated[Format, typer.Option("--format", help="Output format.")]
 OutputOpt = Annotated[Output, typer.Option("--format", help="Output format (github: workflow-command annotations).")]
 Statistics = Annotated[bool, typer.Option("--statistics", help="Also show how many findings each rule has.")]
@@ -66,7 +67,7 @@ Jobs = Annotated[int, typer.Option("--jobs", "-j", help="Worker processes (0: on
 Cache = Annotated[bool, typer.Option("--cache/--no-cache", help="Reuse per-file facts cached by content hash.")]
 
 
-def _options(paths, select, ignore, exclude, scope, registry, unsafe=None, jobs=0, cache=True):
+def _options(paths, select, ignore, exclude, scope, registry, unsafe=None, jobs=0, cache=True, extra_path=None):
     try:
         return cliutil.options(
             paths,
@@ -75,6 +76,7 @@ def _options(paths, select, ignore, exclude, scope, registry, unsafe=None, jobs=
             exclude=tuple(exclude or ()),
             pp002_scope=scope.value if scope else None,
             registry=tuple(registry or ()),
+            extra_path=tuple(extra_path or ()),
             unsafe_fixes=unsafe,
             jobs=jobs,
             cache=cache,
@@ -92,6 +94,7 @@ def check(
     exclude: Exclude = None,
     pp002_scope: ScopeOpt = None,
     registry: Registry = None,
+    extra_path: ExtraPath = None,
     format: OutputOpt = Output.text,
     statistics: Statistics = False,
     verbose: Verbose = False,
@@ -102,7 +105,7 @@ def check(
 ) -> None:
     """Report contract violations. Exit 0: none, 1: findings, 2: errors."""
     paths = paths or [Path(".")]
-    options = _options(paths, select, ignore, exclude, pp002_scope, registry, jobs=jobs, cache=cache)
+    options = _options(paths, select, ignore, exclude, pp002_scope, registry, jobs=jobs, cache=cache, extra_path=extra_path)
     targets = paths
     if changed or base:
         with _user_errors():
@@ -126,6 +129,7 @@ def fix(
     exclude: Exclude = None,
     pp002_scope: ScopeOpt = None,
     registry: Registry = None,
+    extra_path: ExtraPath = None,
     format: OutputOpt = Output.text,
     statistics: Statistics = False,
     verbose: Verbose = False,
@@ -134,7 +138,7 @@ def fix(
 ) -> None:
     """Apply fixes in place (safe ones; unsafe too with --unsafe-fixes). Exit 0: nothing left, 1: findings left, 2: errors."""
     paths = paths or [Path(".")]
-    options = _options(paths, select, ignore, exclude, pp002_scope, registry, unsafe_fixes, jobs, cache)
+    options = _options(paths, select, ignore, exclude, pp002_scope, registry, unsafe_fixes, jobs, cache, extra_path)
     with progress.shown():
         report = engine.fix(paths, options, write=not diff)
     if diff and format is Output.text:

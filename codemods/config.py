@@ -17,6 +17,8 @@ class Options:
     exclude: tuple[str, ...] = ()
     pp002_scope: str = "entry"
     registry: tuple[Path, ...] = ()
+    extra_path: tuple[Path, ...] = ()
+    """Trees used only to resolve bases, producers and helpers: never checked, never entries."""
     unsafe_fixes: bool = False
     jobs: int = 0
     cache: bool = True
@@ -60,10 +62,17 @@ def load(start: Path, **overrides) -> Options:
             exclude=tuple(table.get("exclude", ())),
             pp002_scope=table.get("pp002-scope", "entry"),
             registry=tuple(base / p for p in _list(table.get("registry", ()))),
+            extra_path=tuple(base / p for p in _list(table.get("extra-path", ()))),
             unsafe_fixes=bool(table.get("unsafe-fixes", False)),
         )
     given = {k: v for k, v in overrides.items() if v is not None and v != ()}
     options = replace(options, **given)
+    for path in options.registry:
+        if not path.is_file():
+            raise ValueError(f"{path}: registry not found")
+    for path in options.extra_path:
+        if not path.is_dir():
+            raise ValueError(f"{path}: extra path is not a directory")
     if options.pp002_scope not in SCOPES:
         raise ValueError(f"pp002-scope must be one of {', '.join(SCOPES)}, not {options.pp002_scope!r}")
     return options

@@ -3,25 +3,25 @@
 from __future__ import annotations
 
 import os
-import re
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import progress, rules
+from . import entries, progress, rules, unverified
 from .analysis import analyze_source
 from .cache import FactsCache, default_folder
 from .config import Options
 from .discover import discover, read_source
+from .entries import Entries, fork_registry
+from .extra import extra_roots
 from .facts import ModuleFacts
 from .findings import Applicability, FileChange, FileError, Finding, Report
 from .index import ClassRef, Index, import_root, module_name
-from .registry import find_registry, load_registry, root_of
+from .registry import find_registry, root_of
 from .resolve import Resolver
 from .suppress import apply_suppressions
 
 PARALLEL_THRESHOLD = 48
-DRAFT_TABLE = "SPECULATIVE"
 
 
 @dataclass
@@ -34,12 +34,22 @@ class Session:
     options: Options
     sources: dict[str, bytes] = field(default_factory=dict)
     """The bytes each target was analyzed from: fixes rewrite these, and writing checks the disk still holds them."""
+    paths: list[Path] = field(default_factory=list)
+    files: list[Path] = field(default_factory=list)
+    """Every discovered file (a plugin's registrations live in files with no contract of their own)."""
+    entries: Entries | None = None
+    """Where the entries came from, and what could not be verified (set by `evaluate`)."""
+    context: list[str] = field(default_factory=list)
+    """What the run used beyond the checked files (extra trees, the installed vLLM)."""
+    subjects: list[ClassRef] = field(default_factory=list)
+    resolver: Resolver | None = None
 
 
 def check(paths: list[Path], options: Options) -> Report:
     report = Report()
     session = analyze(paths, options, report)
     report.findings, report.notes = evaluate(session)
+    _describe(session, report)
     return report
 
 
@@ -50,6 +60,7 @@ def fix(paths: list[Path], options: Options, write: bool = True) -> Report:
     report = Report(written=write)
     session = analyze(paths, options, report)
     report.findings, report.notes = evaluate(session)
+    _describe(session, report)
     allowed = {Applicability.SAFE} | ({Applicability.UNSAFE} if options.unsafe_fixes else set())
     fixable = [f for f in report.findings if f.fix and f.fix.applicability in allowed]
     rewrites = {}
@@ -77,6 +88,20 @@ def fix(paths: list[Path], options: Options, write: bool = True) -> Report:
         report.changes.append(FileChange(path, result.before, result.after, tuple(fixed_by_path[path])))
         report.fixed.extend(f for f in fixed_by_path[path] if f not in report.fixed)
     return report
+
+
+def _describe(session: Session, report: Report) -> None:
+    """Say which source of entries and which extra trees the run used, and what it could not verify."""
+    found = session.entries
+    if found is None:
+        return
+    report.entry_source = found.source
+    report.context = [f"entries: {found.source}: {found.detail}", *session.context]
+    report.unverified = [
+        *found.unverified,
+        *unverified.unresolved_bases(session.index, session.targets, session.subjects),
+        *unverified.partial_keys(session.resolver, found.entries),
+    ]
 
 
 def _identity(finding: Finding) -> tuple:
@@ -126,12 +151,13 @@ def analyze(paths: list[Path], options: Options, report: Report) -> Session:
             continue
         if data is not None:
             sources.append((path, data))
-    registry = _registry(paths, options)
+    registry = _registry(paths, options) or fork_registry(found.files)
     roots = {import_root(p) for p, _ in sources}
     if registry:
         roots.add(root_of(registry))
+    extras, context = extra_roots(options.extra_path, roots, sources)
     cache = FactsCache(default_folder() if options.cache else None)
-    index = Index(sorted(roots, key=lambda r: len(r.parts), reverse=True), cache)
+    index = Index(sorted(roots, key=lambda r: len(r.parts), reverse=True) + extras, cache)
     targets = []
     for path, result in zip((p for p, _ in sources), _analyze_all(sources, index, options.jobs), strict=False):
         if isinstance(result, str):
@@ -139,7 +165,7 @@ def analyze(paths: list[Path], options: Options, report: Report) -> Session:
             continue
         index.add(result)
         targets.append(result)
-    return Session(index, targets, registry, options, {str(p): d for p, d in sources})
+    return Session(index, targets, registry, options, {str(p): d for p, d in sources}, list(paths), list(found.files), context=context)
 
 
 def _registry(paths: list[Path], options: Options) -> Path | None:
@@ -195,18 +221,18 @@ def evaluate(session: Session) -> tuple[list[Finding], list[Finding]]:
     """Run the selected rules; return (findings, cannot-verify notes), suppressions applied."""
     index = session.index
     subjects = _subjects(session.targets)
-    registered = load_registry(session.registry) if session.registry else []
-    entries, drafts, found = _entries(session, subjects, registered)
+    found = entries.collect(index, session.targets, session.files, session.registry, session.paths, subjects)
     ctx = rules.Context(
         index=index,
-        resolver=Resolver(index, {e.arch: (e.module, e.cls) for e in registered}),
+        resolver=Resolver(index, {e.arch: (e.module, e.cls) for e in found.registered}),
         subjects=subjects,
-        entries=entries,
-        drafts=drafts,
-        registry_found=found,
+        entries=found.entries,
+        drafts=found.drafts,
+        registry_found=found.from_registry,
         targets={m.path for m in session.targets},
         pp002_scope=session.options.pp002_scope,
     )
+    session.entries, session.subjects, session.resolver = found, subjects, ctx.resolver
     findings: list[Finding] = []
     for module in rules.MODULES:
         if session.options.wants(module.RULE.code):
@@ -252,44 +278,3 @@ def _concerns_targets(finding: Finding, targets: set[str], names: set[str]) -> b
     if str(finding.path) in targets or any(str(e.path) in targets for e in finding.evidence):
         return True
     return finding.cls in names
-
-
-def _entries(session: Session, subjects: list[ClassRef], registered: list) -> tuple[list[ClassRef], list[ClassRef], bool]:
-    """Registered classes that bear on the targets, as (entries, draft heads, registry found);
-    without a registry, SupportsPP classes are the entries.
-
-    Draft heads (the speculative-decoding table) are kept apart: drafters run with
-    pipeline_parallel_size=1 and never ask them for intermediate tensors, but their proposers do
-    call their forward without `intermediate_tensors`."""
-    index = session.index
-    if session.registry is None:
-        return [r for r in subjects if "SupportsPP" in index.base_names(r)], [], False
-    root = root_of(session.registry)
-    names = {c.name for m in session.targets for c in m.classes.values()}
-    encoded = {n.encode() for n in names}
-    entries: list[ClassRef] = []
-    drafts: list[ClassRef] = []
-    for entry in registered:
-        known = index.by_name.get(entry.module) is not None or entry.cls in names
-        if not known and not _matches(root, entry.module, encoded):
-            continue
-        group = drafts if DRAFT_TABLE in entry.table else entries
-        for ref in index.lookup(entry.module, entry.cls):
-            if ref not in group:
-                group.append(ref)
-    return entries, [d for d in drafts if d not in entries], True
-
-
-CLASS_HEADER = re.compile(rb"^[ \t]*class\s+\w+\s*\(([^)]*)", re.M)
-
-
-def _matches(root: Path, module: str, names: set[bytes]) -> bool:
-    """Whether a module (not among the targets) defines a subclass of a class named in `names`."""
-    base = root.joinpath(*module.split("."))
-    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
-        try:
-            data = candidate.read_bytes()
-        except OSError:
-            continue
-        return any(names.intersection(re.findall(rb"\w+", m.group(1))) for m in CLASS_HEADER.finditer(data))
-    return False

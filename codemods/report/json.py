@@ -34,8 +34,12 @@ def document(report: Report, verbose: bool = False) -> dict:
             "fixable": sum(1 for f in report.findings if f.fix),
         },
     }
+    if report.entry_source:
+        doc["entries"] = {"source": report.entry_source, "detail": report.context[0].split(": ", 2)[-1] if report.context else ""}
     if verbose:
         doc["notes"] = [finding(f) for f in report.notes]
+        doc["context"] = list(report.context)
+        doc["unverified"] = list(report.unverified)
     if report.changes or report.fixed:
         doc["fixed"] = [finding(f) for f in report.fixed]
         doc["files_changed"] = [relative(c.path) for c in report.changes]

@@ -20,6 +20,11 @@ def finding_lines(finding: Finding) -> list[str]:
     return lines
 
 
+def context_lines(report: Report) -> list[str]:
+    """`--verbose`: what the run used (entry source, extra trees) and what it could not verify."""
+    return [f"used: {line}" for line in report.context] + [f"not verified: {line}" for line in report.unverified]
+
+
 def render(report: Report, verbose: bool = False) -> str:
     lines: list[str] = []
     for finding in report.findings:
@@ -27,6 +32,7 @@ def render(report: Report, verbose: bool = False) -> str:
     if verbose:
         for note in report.notes:
             lines.extend(finding_lines(note))
+        lines.extend(context_lines(report))
     for error in report.errors:
         lines.append(f"{relative(error.path)}: error: {error.message}")
     safe = sum(1 for f in report.findings if f.fix and f.fix.applicability is Applicability.SAFE)
@@ -51,6 +57,7 @@ def render_fix(report: Report, verbose: bool = False) -> str:
     if verbose:
         for note in report.notes:
             lines.extend(finding_lines(note))
+        lines.extend(context_lines(report))
     for error in report.errors:
         lines.append(f"{relative(error.path)}: error: {error.message}")
     preview = "" if report.written else " (preview: nothing written)"

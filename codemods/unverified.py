@@ -1,0 +1,58 @@
+"""What a run could not verify, in words, for `--verbose`: bases that resolve to no class (their
+producers and forwards are unknown) and key sets that are only partly known."""
+
+from __future__ import annotations
+
+import re
+
+from .facts import ModuleFacts
+from .index import ClassRef, Index
+from .resolve import Resolver
+
+INTERFACE = re.compile(r"^(Supports|Has|Is)[A-Z]|Mixin$|Protocol$")
+
+
+def _interface(name: str, origin: str) -> bool:
+    """A marker interface (`SupportsPP`, `HasInnerState`, a mixin): it holds no contract."""
+    return bool(INTERFACE.search(name)) or origin.endswith(".interfaces")
+
+
+def unresolved_bases(index: Index, targets: list[ModuleFacts], subjects: list[ClassRef]) -> list[str]:
+    """Bases of the checked classes that take part in the contract, imported from vLLM or from
+    the checked package, that resolve to no class here."""
+    packages = {m.module.split(".")[0] for m in targets} | {"vllm"}
+    out: list[str] = []
+    for ref in subjects:
+        module = ref.module
+        for base in ref.cls.bases:
+            head = base.split(".")[0]
+            sources = [s for s, _ in module.imports.get(head, ())]
+            if not sources or index.resolve(module, base):
+                continue
+            origin = sources[0]
+            if origin.split(".")[0] not in packages or _interface(base.split(".")[-1], origin):
+                continue
+            out.append(
+                f"{module.path}:{ref.cls.line}: base `{base}` of {ref.cls.name} (from {origin}) resolves to no class "
+                "in the checked tree or extra paths: what it allocates, sends and reads is unknown"
+            )
+    return out
+
+
+def partial_keys(resolver: Resolver, entries: list[ClassRef]) -> list[str]:
+    """Entries whose allocated, sent or read keys are only partly known (dynamic keys, a factory
+    list that is not a literal, a producer not understood)."""
+    out: list[str] = []
+    for ref in entries:
+        where = f"{ref.module.path}:{ref.cls.line}: {ref.cls.name}"
+        allocation = resolver.allocation(ref)
+        reasons = [r for r in allocation.side.unknown if r != "no make_empty_intermediate_tensors"]
+        if not allocation.missing and (reasons or not allocation.side.complete):
+            reasons = reasons or ["dynamic keys"]
+            out.append(f"{where}: allocated keys partly unknown ({'; '.join(dict.fromkeys(reasons))})")
+        traffic = resolver.traffic(ref)
+        for label, side in (("sent", traffic.sends), ("read", traffic.reads)):
+            if not side.complete:
+                reasons = side.unknown or ["dynamic keys"]
+                out.append(f"{where}: {label} keys partly unknown ({'; '.join(dict.fromkeys(reasons))})")
+    return out
