@@ -19,6 +19,8 @@ class Options:
     registry: tuple[Path, ...] = ()
     extra_path: tuple[Path, ...] = ()
     """Trees used only to resolve bases, producers and helpers: never checked, never entries."""
+    installed_vllm: bool = True
+    """Also resolve through the vLLM the running Python would import (located, never imported)."""
     unsafe_fixes: bool = False
     jobs: int = 0
     cache: bool = True

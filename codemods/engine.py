@@ -155,7 +155,7 @@ def analyze(paths: list[Path], options: Options, report: Report) -> Session:
     roots = {import_root(p) for p, _ in sources}
     if registry:
         roots.add(root_of(registry))
-    extras, context = extra_roots(options.extra_path, roots, sources)
+    extras, context = extra_roots(options.extra_path, roots, sources, options.installed_vllm)
     cache = FactsCache(default_folder() if options.cache else None)
     index = Index(sorted(roots, key=lambda r: len(r.parts), reverse=True) + extras, cache)
     targets = []

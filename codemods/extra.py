@@ -13,7 +13,8 @@ from .index import import_root
 IMPORTS_VLLM = re.compile(rb"^[ \t]*(?:from|import)[ \t]+vllm\b", re.M)
 
 
-def extra_roots(folders: tuple[Path, ...], roots: set[Path], sources: list[tuple[Path, bytes]]) -> tuple[list[Path], list[str]]:
+def extra_roots(folders: tuple[Path, ...], roots: set[Path], sources: list[tuple[Path, bytes]],
+                installed: bool = True) -> tuple[list[Path], list[str]]:
     """The import roots to add after the checked tree's own, and a line saying where each came from."""
     found: list[Path] = []
     said: list[str] = []
@@ -25,14 +26,12 @@ def extra_roots(folders: tuple[Path, ...], roots: set[Path], sources: list[tuple
             said.append(f"extra path {root}: resolves bases, producers and helpers only")
     if any((r / "vllm").is_dir() for r in [*roots, *found]):
         return found, said
-    if not any(IMPORTS_VLLM.search(data) for _, data in sources):
+    if not installed or not any(IMPORTS_VLLM.search(data) for _, data in sources):
         return found, said
-    installed = installed_vllm()
-    if installed is None:
-        said.append("the checked code imports vllm, but no vllm package is importable here: its bases are unresolved (use --extra-path)")
-    elif installed not in roots:
-        found.append(installed)
-        said.append(f"installed vLLM at {installed / 'vllm'} (located with importlib.util.find_spec, not imported): resolves bases, producers and helpers only")
+    location = installed_vllm()
+    if location is not None and location not in roots:
+        found.append(location)
+        said.append(f"installed vLLM at {location / 'vllm'} (located with importlib.util.find_spec, not imported): resolves bases, producers and helpers only")
     return found, said
 
 

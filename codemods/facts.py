@@ -91,6 +91,9 @@ class FunctionFacts:
     alloc_delegations: list[Call] = field(default_factory=list)
     alloc_dicts: list[tuple[int, int]] = field(default_factory=list)
     altered: list[AlteredOutput] = field(default_factory=list)
+    returns_inner: bool = False
+    """Every return hands back, unchanged, what an inner call given `intermediate_tensors` returned
+    (a helper a forward may call in place of the inner model)."""
 
     def param(self, name: str) -> Param | None:
         return next((p for p in self.params if p.name == name), None)

@@ -41,18 +41,14 @@ def unresolved_bases(index: Index, targets: list[ModuleFacts], subjects: list[Cl
 
 def partial_keys(resolver: Resolver, entries: list[ClassRef]) -> list[str]:
     """Entries whose allocated, sent or read keys are only partly known (dynamic keys, a factory
-    list that is not a literal, a producer not understood)."""
+    list that is not a literal, a producer not understood, a submodule built dynamically)."""
     out: list[str] = []
     for ref in entries:
         where = f"{ref.module.path}:{ref.cls.line}: {ref.cls.name}"
-        allocation = resolver.allocation(ref)
-        reasons = [r for r in allocation.side.unknown if r != "no make_empty_intermediate_tensors"]
-        if not allocation.missing and (reasons or not allocation.side.complete):
-            reasons = reasons or ["dynamic keys"]
-            out.append(f"{where}: allocated keys partly unknown ({'; '.join(dict.fromkeys(reasons))})")
         traffic = resolver.traffic(ref)
-        for label, side in (("sent", traffic.sends), ("read", traffic.reads)):
-            if not side.complete:
-                reasons = side.unknown or ["dynamic keys"]
+        for label, side in (("allocated", resolver.allocation(ref).side), ("sent", traffic.sends), ("read", traffic.reads)):
+            reasons = [r for r in side.unknown if r != "no make_empty_intermediate_tensors"]
+            reasons += ["dynamic keys"] if any(u.use.key is None for u in side.uses) else []
+            if reasons:
                 out.append(f"{where}: {label} keys partly unknown ({'; '.join(dict.fromkeys(reasons))})")
     return out

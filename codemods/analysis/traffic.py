@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 
 from ..facts import Access, Call, FunctionFacts, Guard, KeyUse, Param
-from .altered import altered_output
+from .altered import Flow
 from .syntax import (
     ATTR,
     AUX_COLLECTORS,
@@ -58,7 +58,8 @@ class FunctionAnalyzer:
     def run(self) -> FunctionFacts:
         self._block(self.fn.body, ())
         if not self.producer:
-            self.facts.altered = altered_output(self.fn, self._passes_it)
+            flow = Flow(self._passes_it, dotted, lambda test: condition(test) is not None).run(self.fn)
+            self.facts.altered, self.facts.returns_inner = flow.found, flow.passes_through
         return self.facts
 
     def _block(self, body: list[ast.stmt], guard: Guard) -> None:

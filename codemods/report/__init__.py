@@ -22,3 +22,9 @@ def repository_root(start: Path | None = None) -> Path:
     and SARIF paths against the repository root, wherever in it contractfix ran."""
     start = (start or Path.cwd()).resolve()
     return next((d for d in (start, *start.parents) if (d / ".git").exists()), start)
+
+
+def relative_text(line: str, cwd: Path | None = None) -> str:
+    """A message that names paths, with the current directory's prefix dropped from them."""
+    prefix = (cwd or Path.cwd()).resolve().as_posix() + "/"
+    return line.replace(prefix, "")

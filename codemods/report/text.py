@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 
 from ..findings import Applicability, FileChange, Finding, Report
-from . import relative
+from . import relative, relative_text
 
 
 def finding_lines(finding: Finding) -> list[str]:
@@ -22,7 +22,9 @@ def finding_lines(finding: Finding) -> list[str]:
 
 def context_lines(report: Report) -> list[str]:
     """`--verbose`: what the run used (entry source, extra trees) and what it could not verify."""
-    return [f"used: {line}" for line in report.context] + [f"not verified: {line}" for line in report.unverified]
+    return [f"used: {relative_text(line)}" for line in report.context] + [
+        f"not verified: {relative_text(line)}" for line in report.unverified
+    ]
 
 
 def render(report: Report, verbose: bool = False) -> str:
