@@ -74,7 +74,7 @@ def collect(index: Index, targets, files: list[Path], registry: Path | None,
         if b"register_model" not in data:
             continue
         try:
-            found = read_registrations(data, module_name(path, import_root(path)))
+            found = read_registrations(data, module_name(path, import_root(path)), path.name == "__init__.py")
         except (SyntaxError, ValueError):
             continue
         result.registered.extend(found.entries)

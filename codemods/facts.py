@@ -105,7 +105,8 @@ class Producer:
 
     kind: "factory" (call of `make_empty_intermediate_tensors_factory`), "delegate" (assigned from
     another object's attribute), "method" (a method, closure or bound method; its facts live in
-    `ClassFacts.methods` under `method`), "unknown" (anything else).
+    `ClassFacts.methods` under `method`), "placeholder" (a lambda that cannot take the runner's
+    `(batch_size, dtype, device)`, like `lambda: None`), "unknown" (anything else).
     """
 
     kind: str

@@ -30,7 +30,7 @@ class Registrations:
     """Lines of `register_model(...)` calls whose architecture or class could not be read."""
 
 
-def read_registrations(source: bytes, module: str) -> Registrations:
+def read_registrations(source: bytes, module: str, is_package: bool = False) -> Registrations:
     """`ModelRegistry.register_model("Arch", "pkg.mod:Class")`, `register_model("Arch", Class)`,
     arguments given as module-level string constants, and loops over a module-level dict literal
     (`for arch, path in MODELS.items(): register_model(arch, path)`)."""
@@ -38,6 +38,7 @@ def read_registrations(source: bytes, module: str) -> Registrations:
         return Registrations()
     tree = ast.parse(source)
     constants = _constants(tree)
+    imported = _imported_names(tree, module, is_package)
     entries: list[RegistryEntry] = []
     dynamic: list[int] = []
     for node, bindings in _calls(tree, constants):
@@ -48,7 +49,7 @@ def read_registrations(source: bytes, module: str) -> Registrations:
             dynamic.append(node.lineno)
             continue
         arch = _text(args[0], constants, bindings)
-        target = _target(args[1], constants, bindings, module)
+        target = _target(args[1], constants, bindings, module, imported)
         if arch is None or target is None:
             dynamic.append(node.lineno)
             continue
@@ -124,7 +125,25 @@ def _text(node: ast.expr, constants: dict, bindings: dict) -> str | None:
     return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
 
 
-def _target(node: ast.expr, constants: dict, bindings: dict, module: str) -> tuple[str, str] | None:
+def _imported_names(tree: ast.Module, module: str, is_package: bool) -> dict[str, tuple[str, str]]:
+    """`from .models.mtp import AcmeMTP` anywhere in the module (registration functions import
+    lazily): name -> (absolute module, class)."""
+    package = (module.split(".") if module else [])[: None if is_package else -1]
+    names: dict[str, tuple[str, str]] = {}
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        base = package[: len(package) - node.level + 1] if node.level else []
+        if node.level and node.level - 1 > len(package):
+            continue
+        origin = ".".join([*base, *(node.module.split(".") if node.module else [])])
+        for alias in node.names:
+            names[alias.asname or alias.name] = (origin, alias.name)
+    return names
+
+
+def _target(node: ast.expr, constants: dict, bindings: dict, module: str,
+            imported: dict[str, tuple[str, str]]) -> tuple[str, str] | None:
     """(module, class) of `"pkg.mod:Class"`, or of a class object named in this module."""
     text = _text(node, constants, bindings)
     if text is not None:
@@ -132,7 +151,7 @@ def _target(node: ast.expr, constants: dict, bindings: dict, module: str) -> tup
         return (mod, cls) if sep and mod and cls.isidentifier() else None
     node = _value(node, constants, bindings)
     if isinstance(node, ast.Name):
-        return module, node.id
+        return imported.get(node.id, (module, node.id))
     if isinstance(node, ast.Attribute):
         return module, ast.unparse(node)
     return None
