@@ -8,6 +8,10 @@ get_pp_group().is_last_rank:`, the code after `if not ...is_last_rank: return h`
 `if isinstance(h, IntermediateTensors): return h`) may transform it freely. A use under a
 configuration condition (`if self.flag:`) of an output produced before it cannot be proven to run
 under pipeline parallelism and is left alone.
+
+Holding the output unchanged is not altering it: a dict, list or tuple literal that stores it, and
+a returned `*Output(...)` container that carries it as an argument (vllm-omni's runners unwrap
+`OmniOutput(text_hidden_states=h, ...)` before they check for IntermediateTensors).
 """
 
 from __future__ import annotations
@@ -59,6 +63,16 @@ class Flow:
         self.top: list[ast.stmt] = []
         self.level = 0
 
+    def inner_call(self, node: ast.AST) -> bool:
+        """A call of a module given `intermediate_tensors`: `self.model(...)`,
+        `self.model.forward(...)`, `super().forward(...)`, a local alias `language_model(...)`, or
+        a helper method `self._run(...)`; not another method of a submodule (`decode.plan(...)`),
+        whose result is not the model's output."""
+        if not (isinstance(node, ast.Call) and self.passes_it(node)):
+            return False
+        chain = self.chain(node.func) or ()
+        return len(chain) == 1 or chain[-1] == "forward" or (len(chain) == 2 and chain[0] == "self")
+
     def run(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> Flow:
         self.top = fn.body
         self.block(fn.body, _State())
@@ -105,7 +119,7 @@ class Flow:
         return state
 
     def _assign(self, name: str, value: ast.expr, stmt: ast.stmt, state: _State) -> _State:
-        if isinstance(value, ast.Call) and self.passes_it(value):
+        if self.inner_call(value):
             self.made_call = True
             if not state.last_only:
                 end = stmt.end_lineno or stmt.lineno
@@ -114,7 +128,8 @@ class Flow:
         if isinstance(value, ast.Name) and value.id in state.inner:
             state.inner[name] = state.inner[value.id]
             return state
-        self._uses(value, stmt, state)
+        if not (isinstance(value, (ast.Dict, ast.List, ast.Tuple)) and self._held(value, state)):
+            self._uses(value, stmt, state)
         state.inner.pop(name, None)
         return state
 
@@ -129,8 +144,12 @@ class Flow:
         if isinstance(value, ast.Name) and value.id in state.inner:
             self.returns.append(True)
             return
-        if isinstance(value, ast.Call) and self.passes_it(value):
+        if self.inner_call(value):
             self.made_call = True
+            self.returns.append(True)
+            return
+        container = isinstance(value, ast.Call) and (self.chain(value.func) or ("",))[-1].endswith("Output")
+        if container and self._held(value, state):
             self.returns.append(True)
             return
         self.returns.append(False)
@@ -139,9 +158,8 @@ class Flow:
     def _if(self, stmt: ast.If, state: _State) -> _State | None:
         rank = _rank_test(stmt.test, state)
         if rank is not None:
-            # rank: True when the body runs on the last rank only.
-            body = self.block(stmt.body, state.copy(last_only=state.last_only or rank))
-            orelse = self.block(stmt.orelse, state.copy(last_only=state.last_only or not rank))
+            body = self.block(stmt.body, state.copy(last_only=state.last_only or rank[0]))
+            orelse = self.block(stmt.orelse, state.copy(last_only=state.last_only or rank[1]))
             return _merge(body, orelse)
         config = self.is_config(stmt.test) and not self._mentions(stmt.test, state)
         if not config:
@@ -151,6 +169,23 @@ class Flow:
         orelse = self.block(stmt.orelse, state.copy(depth=depth))
         merged = _merge(body, orelse)
         return replace(merged, depth=state.depth) if merged else None
+
+    def _held(self, node: ast.expr, state: _State) -> bool:
+        """Whether every use of the inner output in `node` is the output itself, stored as an
+        element, an argument or a dict value of the outer literal or call (or of a dict in it)."""
+        slots: list[ast.AST] = []
+        if isinstance(node, ast.Call):
+            slots = [*node.args, *(k.value for k in node.keywords)]
+        elif isinstance(node, ast.Dict):
+            slots = list(node.values)
+        elif isinstance(node, (ast.List, ast.Tuple)):
+            slots = list(node.elts)
+        bare = {id(x) for x in slots} | {
+            id(v) for x in slots if isinstance(x, ast.Dict) for v in x.values
+        }
+        uses = [n for n in ast.walk(node) if isinstance(n, ast.Name) and n.id in state.inner]
+        nested = [n for n in ast.walk(node) if self.inner_call(n) and n is not node]
+        return bool(uses) and not nested and all(id(n) in bare for n in uses)
 
     def _mentions(self, node: ast.AST, state: _State) -> bool:
         return any(isinstance(n, ast.Name) and n.id in state.inner and isinstance(n.ctx, ast.Load) for n in ast.walk(node))
@@ -162,6 +197,7 @@ class Flow:
         if state.last_only or self.found:
             return
         for item in node if isinstance(node, list) else [node]:
+            chosen = {id(b) for n in ast.walk(item) if isinstance(n, ast.IfExp) for b in (n.body, n.orelse)}
             for n in ast.walk(item):
                 if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in state.inner:
                     inner = state.inner[n.id]
@@ -169,7 +205,7 @@ class Flow:
                         continue
                     self.found.append(AlteredOutput(n.id, inner.line, stmt.lineno, self._insert_after(inner, stmt), inner.target))
                     return
-                if isinstance(n, ast.Call) and self.passes_it(n) and n is not item:
+                if self.inner_call(n) and n is not item and id(n) not in chosen:
                     self.made_call = True
                     self.found.append(AlteredOutput("", stmt.lineno, stmt.lineno, 0, self.chain(n.func) or ()))
                     return
@@ -193,22 +229,31 @@ def _merge(a: _State | None, b: _State | None) -> _State | None:
     return _State(inner, a.last_only and b.last_only, min(a.depth, b.depth))
 
 
-def _rank_test(test: ast.expr, state: _State) -> bool | None:
-    """True for a test that holds on the last rank only, False for one that holds on non-last
-    ranks only (`not ...is_last_rank`, `isinstance(h, IntermediateTensors)`), None otherwise."""
+def _rank_test(test: ast.expr, state: _State) -> tuple[bool, bool] | None:
+    """(the body runs on the last rank only, the `else` does), for a test that tells ranks
+    apart: `...is_last_rank`, or `isinstance(h, T)` on the inner output, which is
+    IntermediateTensors exactly on non-last ranks; None for any other test."""
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         inner = _rank_test(test.operand, state)
-        return None if inner is None else not inner
+        return None if inner is None else (inner[1], inner[0])
     if isinstance(test, ast.Attribute) and test.attr == "is_last_rank":
-        return True
+        return True, False
     if isinstance(test, ast.Name) and "last_rank" in test.id:
-        return True
+        return True, False
     if (
         isinstance(test, ast.Call) and getattr(test.func, "id", "") == "isinstance" and len(test.args) == 2
         and isinstance(test.args[0], ast.Name) and test.args[0].id in state.inner
-        and "IntermediateTensors" in ast.unparse(test.args[1])
     ):
-        return False
+        holds_on_nonlast = "IntermediateTensors" in ast.unparse(test.args[1])
+        return (False, True) if holds_on_nonlast else (True, False)
+    if isinstance(test, ast.BoolOp):
+        parts = [_rank_test(v, state) for v in test.values]
+        if all(p is None for p in parts):
+            return None
+        known = [p or (False, False) for p in parts]
+        if isinstance(test.op, ast.And):
+            return any(p[0] for p in known), all(p[1] for p in known) and None not in parts
+        return all(p[0] for p in known) and None not in parts, any(p[1] for p in known)
     return None
 
 
