@@ -65,13 +65,18 @@ class Flow:
 
     def inner_call(self, node: ast.AST) -> bool:
         """A call of a module given `intermediate_tensors`: `self.model(...)`,
-        `self.model.forward(...)`, `super().forward(...)`, a local alias `language_model(...)`, or
-        a helper method `self._run(...)`; not another method of a submodule (`decode.plan(...)`),
-        whose result is not the model's output."""
+        `self.model.forward(...)`, `super().forward(...)`, a local alias `language_model(...)`, a
+        helper method `self._run(...)`, or any call shaped like a model forward (the tensors third
+        positionally or by keyword: `self.language_model.model(ids, pos, intermediate_tensors)`);
+        not another method of a submodule (`decode.plan(positions, intermediate_tensors)`), whose
+        result is not the model's output."""
         if not (isinstance(node, ast.Call) and self.passes_it(node)):
             return False
         chain = self.chain(node.func) or ()
-        return len(chain) == 1 or chain[-1] == "forward" or (len(chain) == 2 and chain[0] == "self")
+        if len(chain) == 1 or chain[-1] == "forward" or (len(chain) == 2 and chain[0] == "self"):
+            return True
+        third = len(node.args) > 2 and isinstance(node.args[2], ast.Name)
+        return third or any(k.arg in ("intermediate_tensors", None) for k in node.keywords)
 
     def run(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> Flow:
         self.top = fn.body
