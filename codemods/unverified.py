@@ -39,6 +39,10 @@ def unresolved_bases(index: Index, targets: list[ModuleFacts], subjects: list[Cl
     return out
 
 
+NOT_PARTIAL = {"no make_empty_intermediate_tensors", "forward not found"}
+"""Reported by the rules themselves (PP004), or nothing to verify."""
+
+
 def partial_keys(resolver: Resolver, entries: list[ClassRef]) -> list[str]:
     """Entries whose allocated, sent or read keys are only partly known (dynamic keys, a factory
     list that is not a literal, a producer not understood, a submodule built dynamically)."""
@@ -47,7 +51,7 @@ def partial_keys(resolver: Resolver, entries: list[ClassRef]) -> list[str]:
         where = f"{ref.module.path}:{ref.cls.line}: {ref.cls.name}"
         traffic = resolver.traffic(ref)
         for label, side in (("allocated", resolver.allocation(ref).side), ("sent", traffic.sends), ("read", traffic.reads)):
-            reasons = [r for r in side.unknown if r != "no make_empty_intermediate_tensors"]
+            reasons = [r for r in side.unknown if r not in NOT_PARTIAL]
             reasons += ["dynamic keys"] if any(u.use.key is None for u in side.uses) else []
             if reasons:
                 out.append(f"{where}: {label} keys partly unknown ({'; '.join(dict.fromkeys(reasons))})")
