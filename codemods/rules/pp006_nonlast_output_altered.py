@@ -15,7 +15,10 @@ RULE = Rule(
     rationale=(
         "On a non-last rank the inner model returns `IntermediateTensors`, and the runner asserts "
         "that the wrapper hands exactly that back. A wrapper that transforms the output (`.to()`, "
-        "arithmetic, a score head) crashes on non-last ranks. The fix returns the inner output "
+        "arithmetic, a score head) crashes on non-last ranks. The output is followed through the "
+        "forward's control flow: inline expressions (`return self.model(...) / self.scale_width`, "
+        "MiniCPM), `if`/`else` branches, helper methods of the class or its bases that make the "
+        "inner call; a transform that only last-rank paths take is fine. The fix returns the inner output "
         "unchanged there first; it is unsafe because the wrapper may rely on the transformation "
         "in ways only a human can judge."
     ),
