@@ -93,7 +93,7 @@ def fix(paths: list[Path], options: Options, write: bool = True) -> Report:
 def _describe(session: Session, report: Report) -> None:
     """Say which source of entries and which extra trees the run used, and what it could not verify."""
     found = session.entries
-    if found is None:
+    if found is None or session.resolver is None:
         return
     report.entry_source = found.source
     report.context = [f"entries: {found.source}: {found.detail}", *session.context]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import configparser
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,16 +58,16 @@ def read_registrations(source: bytes, module: str, is_package: bool = False) -> 
     return Registrations(tuple(entries), tuple(dynamic))
 
 
-def _calls(tree: ast.Module, constants: dict):
+def _calls(tree: ast.Module, constants: dict) -> Iterator[tuple[ast.Call, dict]]:
     """Each `*.register_model(...)` call, with the loop variables bound by an enclosing
     `for a, b in CONST.items()` over a module-level dict literal (one binding per item)."""
-    def visit(node: ast.AST, bindings: dict):
+    def visit(node: ast.AST, bindings: dict) -> Iterator[tuple[ast.Call, dict]]:
         if isinstance(node, ast.For):
             items = _dict_items(node, constants)
             if items is not None:
                 for item in items:
-                    for child in node.body:
-                        yield from visit(child, {**bindings, **item})
+                    for statement in node.body:
+                        yield from visit(statement, {**bindings, **item})
                 return
         if isinstance(node, ast.Call) and _is_register(node.func):
             yield node, bindings

@@ -65,9 +65,10 @@ def load_registry(path: Path) -> list[RegistryEntry]:
         )
         if not (isinstance(target, ast.Name) and target.id.endswith("_MODELS")):
             continue
-        if not isinstance(node.value, ast.Dict):
+        table = getattr(node, "value", None)
+        if not isinstance(table, ast.Dict):
             continue
-        for key, value in zip(node.value.keys, node.value.values, strict=False):
+        for key, value in zip(table.keys, table.values, strict=False):
             entry = _entry(key, value, target.id, package)
             if entry:
                 entries.append(entry)
@@ -79,9 +80,10 @@ def _entry(key: ast.expr | None, value: ast.expr, table: str, package: str) -> R
         return None
     if not (isinstance(value, ast.Tuple) and len(value.elts) in (2, 3)):
         return None
-    if not all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in value.elts):
+    texts = [e.value for e in value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+    if len(texts) != len(value.elts):
         return None
-    *parts, cls = (e.value for e in value.elts)
+    *parts, cls = texts
     relative = ".".join(parts)
     top = package.split(".")[0]
     absolute = relative.startswith(("vllm.", f"{top}."))

@@ -124,7 +124,7 @@ class Flow:
         return state
 
     def _assign(self, name: str, value: ast.expr, stmt: ast.stmt, state: _State) -> _State:
-        if self.inner_call(value):
+        if isinstance(value, ast.Call) and self.inner_call(value):
             self.made_call = True
             if not state.last_only:
                 end = stmt.end_lineno or stmt.lineno
@@ -210,7 +210,7 @@ class Flow:
                         continue
                     self.found.append(AlteredOutput(n.id, inner.line, stmt.lineno, self._insert_after(inner, stmt), inner.target))
                     return
-                if self.inner_call(n) and n is not item and id(n) not in chosen:
+                if isinstance(n, ast.Call) and self.inner_call(n) and n is not item and id(n) not in chosen:
                     self.made_call = True
                     self.found.append(AlteredOutput("", stmt.lineno, stmt.lineno, 0, self.chain(n.func) or ()))
                     return

@@ -62,7 +62,7 @@ def check(ctx: Context) -> list[Finding]:
         f for ref, f in findings.items()
         if not any(base in fixed_bases and base.key in ctx.index.initialized(ref) for base in ctx.index.mro(ref)[1:])
     ]
-    placeholders = {}
+    placeholders: dict[tuple[str, str], set[int]] = {}
     for ref in ctx.entries:
         if ref in findings or "SupportsPP" not in ctx.index.base_names(ref):
             continue
