@@ -9,7 +9,9 @@ run with PP=1 and are never entries.
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -67,10 +69,7 @@ def collect(index: Index, targets, files: list[Path], registry: Path | None,
         parts.append(f"registry {registry} ({len(result.registered)} architectures)")
     registrations = 0
     for path in files:
-        try:
-            data = path.read_bytes() if path.stat().st_size <= MAX_SCANNED else b""
-        except OSError:
-            continue
+        data = _small_regular_file(path)
         if b"register_model" not in data:
             continue
         try:
@@ -105,6 +104,20 @@ def collect(index: Index, targets, files: list[Path], registry: Path | None,
             continue
         (result.drafts if is_draft(ref) else result.entries).append(ref)
     return result
+
+
+def _small_regular_file(path: Path) -> bytes:
+    """The bytes of a regular file under MAX_SCANNED; empty for anything else (a FIFO is never
+    opened for a blocking read)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return b""
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_SCANNED:
+            return b""
+        return handle.read()
 
 
 def _resolve(index: Index, result: Entries, registry: Path | None) -> None:
