@@ -89,7 +89,7 @@ class MemberWalker:
         if chain and chain[0] == "self" and len(chain) == 2:
             return Producer("method", method=chain[1], **where)
         if isinstance(value, ast.Lambda) and not takes_three(params_of(value)):
-            return Producer("placeholder", **where)
+            return Producer("placeholder", stmt.lineno, stmt.col_offset, guard=guard, scope=self.fn.name)
         if isinstance(value, ast.Name) and value.id in self.nested:
             name = f"{self.fn.name}.<locals>.{value.id}"
             self.facts.methods[name] = FunctionAnalyzer(self.nested[value.id], producer=True).run()
