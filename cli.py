@@ -85,6 +85,7 @@ Ignore = Annotated[list[str] | None, typer.Option("--ignore", help="Rule codes o
 Exclude = Annotated[list[str] | None, typer.Option("--exclude", help="Glob of paths to skip (relative to the current folder).")]
 ScopeOpt = Annotated[Scope | None, typer.Option("--pp002-scope", help="entry: registered forwards; all: every model forward.")]
 Registry = Annotated[list[Path] | None, typer.Option("--registry", help="Path of vLLM's model registry.")]
+ExtraPath = Annotated[list[Path] | None, typer.Option("--extra-path", help="A tree used only to resolve bases, producers and helpers (repeatable).")]
 FormatOpt = Annotated[Format, typer.Option("--format", help="Output format.")]
 OutputOpt = Annotated[Output, typer.Option("--format", help="Output format (github: workflow-command annotations).")]
 Statistics = Annotated[bool, typer.Option("--statistics", help="Also show how many findings each rule has.")]
@@ -102,7 +103,7 @@ ColorOpt = Annotated[Color, typer.Option("--color", help="Colour text output: au
 StdinFilename = Annotated[Path | None, typer.Option("--stdin-filename", help="With `-`: the path standard input stands for (its repository resolves bases and the registry).")]
 
 
-def _options(paths, select, ignore, exclude, scope, registry, unsafe=None, jobs=0, cache=True, config_file=None, isolated=False):
+def _options(paths, select, ignore, exclude, scope, registry, unsafe=None, jobs=0, cache=True, config_file=None, isolated=False, extra_path=None):
     with _user_errors():
         return cliutil.options(
             paths,
@@ -111,6 +112,7 @@ def _options(paths, select, ignore, exclude, scope, registry, unsafe=None, jobs=
             exclude=tuple(exclude or ()),
             pp002_scope=scope.value if scope else None,
             registry=tuple(registry or ()),
+            extra_path=tuple(extra_path or ()),
             unsafe_fixes=unsafe,
             jobs=jobs,
             cache=cache,
@@ -163,6 +165,7 @@ def check(
     exclude: Exclude = None,
     pp002_scope: ScopeOpt = None,
     registry: Registry = None,
+    extra_path: ExtraPath = None,
     format: OutputOpt = Output.text,
     statistics: Statistics = False,
     verbose: Verbose = False,
@@ -183,7 +186,7 @@ def check(
     """Report contract violations. Exit 0: none, 1: findings, 2: errors."""
     paths, stand_in = _paths(paths, stdin_filename)
     options = _options(paths, select, ignore, exclude, pp002_scope, registry, jobs=jobs, cache=cache,
-                       config_file=config_file, isolated=isolated)
+                       config_file=config_file, isolated=isolated, extra_path=extra_path)
     _settings(options, show_settings, output_file)
     targets = paths
     if changed or base:
@@ -219,6 +222,7 @@ def fix(
     exclude: Exclude = None,
     pp002_scope: ScopeOpt = None,
     registry: Registry = None,
+    extra_path: ExtraPath = None,
     format: OutputOpt = Output.text,
     statistics: Statistics = False,
     verbose: Verbose = False,
@@ -237,7 +241,7 @@ def fix(
     input. Exit 0: nothing left, 1: findings left (or, with --diff, fixes pending), 2: errors."""
     paths, stand_in = _paths(paths, stdin_filename)
     options = _options(paths, select, ignore, exclude, pp002_scope, registry, unsafe_fixes, jobs, cache,
-                       config_file, isolated)
+                       config_file, isolated, extra_path)
     _settings(options, show_settings, output_file)
     with _stdin(stand_in) as data, progress.shown():
         report = engine.fix(paths, options, write=not diff and stand_in is None)

@@ -25,12 +25,7 @@ def codes(values: list[str] | None) -> tuple[str, ...]:
 
 
 def options(paths: list[Path], **given) -> config.Options:
-    """Options for a run over `paths`; `config.ConfigError` (a ValueError) for a bad value.
-    A `--registry` that does not exist is an error (one that is not a registry is an error for
-    that file when the run reads it)."""
-    for registry in given.get("registry") or ():
-        if not registry.exists():
-            raise config.ConfigError(f"--registry {registry}: no such file")
+    """Options for a run over `paths`; `config.ConfigError` (a ValueError) for a bad value."""
     return config.load(paths[0] if paths else Path("."), **given)
 
 

@@ -60,6 +60,10 @@ class Options:
     per_file_ignores: tuple[tuple[Glob, tuple[str, ...]], ...] = ()
     pp002_scope: str = "entry"
     registry: tuple[Path, ...] = ()
+    extra_path: tuple[Path, ...] = ()
+    """Trees used only to resolve bases, producers and helpers: never checked, never entries."""
+    installed_vllm: bool = True
+    """Also resolve through the vLLM the running Python would import (located, never imported)."""
     unsafe_fixes: bool = False
     jobs: int = 0
     cache: bool = True
@@ -151,6 +155,7 @@ KEYS: dict[str, tuple[str, Parser]] = {
     "per-file-ignores": ("per_file_ignores", _per_file),
     "pp002-scope": ("pp002_scope", _scope),
     "registry": ("registry", _paths),
+    "extra-path": ("extra_path", _paths),
     "unsafe-fixes": ("unsafe_fixes", _bool),
 }
 """`[tool.contractfix]` key -> (Options field, parser). Adding a key is one line here."""
@@ -244,12 +249,21 @@ def load(start: Path, *, config_file: Path | None = None, isolated: bool = False
         given["exclude"] = tuple(g if isinstance(g, Glob) else Glob(g, cwd) for g in given["exclude"])
     if "pp002_scope" in given:
         _scope(given["pp002_scope"], "--pp002-scope", "command line", cwd)
+    if "extra_path" in given:
+        given["extra_path"] = tuple(given["extra_path"])
     known = {f.name for f in fields(Options)}
     unknown = set(given) - known
     if unknown:
         raise TypeError(f"unknown options {sorted(unknown)}")
     sources.update(dict.fromkeys((k for k in given if k not in ("jobs", "cache")), "command line"))
-    return replace(Options(), **{**values, **given}, sources=sources)
+    options = replace(Options(), **{**values, **given}, sources=sources)
+    for path in options.registry:
+        if not path.exists():
+            raise ConfigError(f"{path}: registry not found")
+    for path in options.extra_path:
+        if not path.is_dir():
+            raise ConfigError(f"{path}: extra path is not a directory")
+    return options
 
 
 def _absolute(path: Path) -> str:

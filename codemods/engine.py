@@ -11,18 +11,19 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import progress, rules
+from . import entries, progress, rules, unverified
 from .analysis import analyze_source
 from .cache import FactsCache, default_folder
 from .config import Options
 from .discover import discover, read_source, relevant
+from .entries import Entries, fork_registry
+from .extra import extra_roots
 from .facts import ModuleFacts
 from .findings import Applicability, FileChange, FileError, Finding, Report
 from .index import ClassRef, Index, import_root, module_name
 from .registry import RegistryEntry, RegistryError, find_registry, load_registry, root_of
 from .resolve import Resolver
 from .suppress import apply_suppressions
-from .vllm_names import DRAFT_TABLE, PP_INTERFACE
 
 if TYPE_CHECKING:
     from .apply import Rewrite
@@ -45,12 +46,22 @@ class Session:
     """The registry's entries, read once (a registry that cannot be read is an error, and none)."""
     outside: list[tuple[Path, bytes]] | None = None
     """Files under the roots, not targets, that can hold a class under contract (read on the first re-check)."""
+    paths: list[Path] = field(default_factory=list)
+    files: list[Path] = field(default_factory=list)
+    """Every discovered file (a plugin's registrations live in files with no contract of their own)."""
+    entries: Entries | None = None
+    """Where the entries came from, and what could not be verified (set by `evaluate`)."""
+    context: list[str] = field(default_factory=list)
+    """What the run used beyond the checked files (extra trees, the installed vLLM)."""
+    subjects: list[ClassRef] = field(default_factory=list)
+    resolver: Resolver | None = None
 
 
 def check(paths: list[Path], options: Options) -> Report:
     report = Report()
     session = analyze(paths, options, report)
     report.findings, report.notes = evaluate(session)
+    _describe(session, report)
     return report
 
 
@@ -71,6 +82,7 @@ def fix(paths: list[Path], options: Options, write: bool = True) -> Report:
     report = Report(written=write)
     session = analyze(paths, options, report)
     report.findings, report.notes = evaluate(session)
+    _describe(session, report)
     allowed = {Applicability.SAFE} | ({Applicability.UNSAFE} if options.unsafe_fixes else set())
     _fix(session, report, allowed, write)
     return report
@@ -159,6 +171,20 @@ def _finish(done: dict, fixed_by_path: dict, report: Report, write: bool) -> Non
         own = {shown: own[f] for f, shown in zip(found, fixed, strict=True) if f in own}
         report.changes.append(FileChange(path, result.before, result.after, fixed, own))
         report.fixed.extend(f for f in fixed if f not in report.fixed)
+
+
+def _describe(session: Session, report: Report) -> None:
+    """Say which source of entries and which extra trees the run used, and what it could not verify."""
+    found = session.entries
+    if found is None or session.resolver is None:
+        return
+    report.entry_source = found.source
+    report.context = [f"entries: {found.source}: {found.detail}", *session.context]
+    report.unverified = [
+        *found.unverified,
+        *unverified.unresolved_bases(session.index, session.targets, session.subjects),
+        *unverified.partial_keys(session.resolver, found.entries),
+    ]
 
 
 def _identity(finding: Finding) -> tuple:
@@ -301,7 +327,7 @@ def analyze(paths: list[Path], options: Options, report: Report) -> Session:
             continue
         if data is not None:
             sources.append((path, data))
-    registry = _registry(paths, options)
+    registry = _registry(paths, options) or fork_registry(found.files)
     roots = {import_root(p) for p, _ in sources}
     registered: list[RegistryEntry] = []
     if registry:
@@ -311,8 +337,9 @@ def analyze(paths: list[Path], options: Options, report: Report) -> Session:
         except RegistryError as error:
             report.errors.append(FileError(registry, str(error)))
             registry = None
+    extras, context = extra_roots(options.extra_path, roots, sources, options.installed_vllm)
     cache = FactsCache(default_folder() if options.cache else None)
-    index = Index(sorted(roots, key=lambda r: len(r.parts), reverse=True), cache)
+    index = Index(sorted(roots, key=lambda r: len(r.parts), reverse=True) + extras, cache)
     targets = []
     for path, result in zip((p for p, _ in sources), _analyze_all(sources, index, options.jobs), strict=False):
         if isinstance(result, str):
@@ -320,7 +347,10 @@ def analyze(paths: list[Path], options: Options, report: Report) -> Session:
             continue
         index.add(result)
         targets.append(result)
-    return Session(index, targets, registry, options, {str(p): d for p, d in sources}, registered)
+    return Session(
+        index, targets, registry, options, {str(p): d for p, d in sources}, registered,
+        paths=list(paths), files=list(found.files), context=context,
+    )
 
 
 def _once(files: list[Path]) -> list[Path]:
@@ -411,19 +441,19 @@ def evaluate(session: Session) -> tuple[list[Finding], list[Finding]]:
     """Run the selected rules; return (findings, cannot-verify notes), suppressions applied."""
     index = session.index
     subjects = _subjects(session.targets)
-    registered = session.registered
-    entries, drafts, found = _entries(session, subjects, registered)
+    found = entries.collect(index, session.targets, session.files, session.registry, session.registered, session.paths, subjects)
     ctx = rules.Context(
         index=index,
-        resolver=Resolver(index, {e.arch: (e.module, e.cls) for e in registered}),
+        resolver=Resolver(index, {e.arch: (e.module, e.cls) for e in found.registered}),
         subjects=subjects,
-        entries=entries,
-        drafts=drafts,
-        registry_found=found,
+        entries=found.entries,
+        drafts=found.drafts,
+        registry_found=found.from_registry,
         targets={m.path for m in session.targets},
         pp002_scope=session.options.pp002_scope,
     )
     wanted = [m for m in rules.MODULES if session.options.wants(m.RULE.code)]
+    session.entries, session.subjects, session.resolver = found, subjects, ctx.resolver
     findings: list[Finding] = []
     for module in wanted:
         if not module.RULE.checks_suppressions:
@@ -473,44 +503,3 @@ def _concerns_targets(finding: Finding, targets: set[str], names: set[str]) -> b
     if str(finding.path) in targets or any(str(e.path) in targets for e in finding.evidence):
         return True
     return finding.cls in names
-
-
-def _entries(session: Session, subjects: list[ClassRef], registered: list) -> tuple[list[ClassRef], list[ClassRef], bool]:
-    """Registered classes that bear on the targets, as (entries, draft heads, registry found);
-    without a registry, SupportsPP classes are the entries.
-
-    Draft heads (the speculative-decoding table) are kept apart: drafters run with
-    pipeline_parallel_size=1 and never ask them for intermediate tensors, but their proposers do
-    call their forward without `intermediate_tensors`."""
-    index = session.index
-    if session.registry is None:
-        return [r for r in subjects if PP_INTERFACE in index.base_names(r)], [], False
-    root = root_of(session.registry)
-    names = {c.name for m in session.targets for c in m.classes.values()}
-    encoded = {n.encode() for n in names}
-    entries: list[ClassRef] = []
-    drafts: list[ClassRef] = []
-    for entry in registered:
-        known = index.by_name.get(entry.module) is not None or entry.cls in names
-        if not known and not _matches(root, entry.module, encoded):
-            continue
-        group = drafts if DRAFT_TABLE in entry.table else entries
-        for ref in index.lookup(entry.module, entry.cls):
-            if ref not in group:
-                group.append(ref)
-    return entries, [d for d in drafts if d not in entries], True
-
-
-CLASS_HEADER = re.compile(rb"^[ \t]*class\s+\w+\s*\(([^)]*)", re.M)
-
-
-def _matches(root: Path, module: str, names: set[bytes]) -> bool:
-    """Whether a module (not among the targets) defines a subclass of a class named in `names`."""
-    base = root.joinpath(*module.split("."))
-    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
-        try:
-            data = candidate.read_bytes()
-        except OSError:
-            continue
-        return any(names.intersection(re.findall(rb"\w+", m.group(1))) for m in CLASS_HEADER.finditer(data))
-    return False

@@ -91,6 +91,9 @@ class FunctionFacts:
     alloc_delegations: list[Call] = field(default_factory=list)
     alloc_dicts: list[tuple[int, int]] = field(default_factory=list)
     altered: list[AlteredOutput] = field(default_factory=list)
+    returns_inner: bool = False
+    """Every return hands back, unchanged, what an inner call given `intermediate_tensors` returned
+    (a helper a forward may call in place of the inner model)."""
 
     def param(self, name: str) -> Param | None:
         return next((p for p in self.params if p.name == name), None)
@@ -102,7 +105,8 @@ class Producer:
 
     kind: "factory" (call of `make_empty_intermediate_tensors_factory`), "delegate" (assigned from
     another object's attribute), "method" (a method, closure or bound method; its facts live in
-    `ClassFacts.methods` under `method`), "unknown" (anything else).
+    `ClassFacts.methods` under `method`), "placeholder" (a lambda that cannot take the runner's
+    `(batch_size, dtype, device)`, like `lambda: None`), "unknown" (anything else).
     """
 
     kind: str

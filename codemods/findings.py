@@ -72,6 +72,12 @@ class Report:
     fixed: list[Finding] = field(default_factory=list)
     changes: list[FileChange] = field(default_factory=list)
     written: bool = True  # False for a fix run that only previews (`fix --diff`)
+    entry_source: str = ""
+    """Where the entries came from: "registry", "fork-registry", "plugin" or "fallback"."""
+    context: list[str] = field(default_factory=list)
+    """What the run used beyond the checked files (the entry source in words, extra trees)."""
+    unverified: list[str] = field(default_factory=list)
+    """What could not be verified and why (unresolved bases, unknown registrations, dynamic keys)."""
 
     @property
     def remaining(self) -> list[Finding]:

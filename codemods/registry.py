@@ -36,16 +36,34 @@ def find_registry(start: Path) -> Path | None:
 
 
 def root_of(registry: Path) -> Path:
-    """The import root (the folder holding `vllm/`) of a registry file."""
-    parents = registry.resolve().parents
-    if len(parents) < len(REGISTRY.parts):
-        raise RegistryError(f"not a model registry: it is not at {REGISTRY.as_posix()} under an import root")
-    return parents[len(REGISTRY.parts) - 1]
+    """The import root (the folder holding `vllm/`, or a fork's top-level package) of a registry file."""
+    if is_vllm_registry(registry):
+        parents = registry.resolve().parents
+        if len(parents) < len(REGISTRY.parts):
+            raise RegistryError(f"not a model registry: it is not at {REGISTRY.as_posix()} under an import root")
+        return parents[len(REGISTRY.parts) - 1]
+    folder = registry.resolve().parent
+    while (folder / "__init__.py").is_file() and folder.parent != folder:
+        folder = folder.parent
+    return folder
+
+
+def package_of(path: Path) -> str:
+    """The dotted package a registry file lives in (`vllm.model_executor.models` for vLLM's):
+    the package its relative module names are resolved in."""
+    folder = path.resolve().parent
+    parts: list[str] = []
+    while (folder / "__init__.py").is_file() and folder.parent != folder:
+        parts.insert(0, folder.name)
+        folder = folder.parent
+    return ".".join(parts) or MODELS_PACKAGE
 
 
 def load_registry(path: Path) -> list[RegistryEntry]:
-    """Every `"Arch": ("module", "Class")` entry of the module-level `*_MODELS` dict literals.
-    Raises RegistryError for a file that is not readable Python (mid-edit, or not a registry)."""
+    """Every `"Arch": ("module", "Class")` or `"Arch": ("folder", "module", "Class")` entry of
+    the module-level `*_MODELS` dict literals; module names are relative to the registry's own
+    package (a fork's registry maps to the fork), unless already absolute. Raises RegistryError
+    for a file that is not readable Python (mid-edit, or not a registry)."""
     try:
         tree = ast.parse(read_regular(path), filename=str(path))
     except SyntaxError as error:
@@ -56,6 +74,7 @@ def load_registry(path: Path) -> list[RegistryEntry]:
         raise RegistryError("not a model registry: too deeply nested for Python's parser") from None
     except OSError as error:
         raise RegistryError(f"cannot read the registry: {error.strerror or error}") from None
+    package = MODELS_PACKAGE if is_vllm_registry(path) else package_of(path)
     entries: list[RegistryEntry] = []
     for node in tree.body:
         target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else (
@@ -63,22 +82,30 @@ def load_registry(path: Path) -> list[RegistryEntry]:
         )
         if not (isinstance(target, ast.Name) and target.id.endswith(REGISTRY_TABLE_SUFFIX)):
             continue
-        if not isinstance(node.value, ast.Dict):
+        table = getattr(node, "value", None)
+        if not isinstance(table, ast.Dict):
             continue
-        for key, value in zip(node.value.keys, node.value.values, strict=False):
-            entry = _entry(key, value, target.id)
+        for key, value in zip(table.keys, table.values, strict=False):
+            entry = _entry(key, value, target.id, package)
             if entry:
                 entries.append(entry)
     return entries
 
 
-def _entry(key: ast.expr | None, value: ast.expr, table: str) -> RegistryEntry | None:
+def _entry(key: ast.expr | None, value: ast.expr, table: str, package: str) -> RegistryEntry | None:
     if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
         return None
-    if not (isinstance(value, ast.Tuple) and len(value.elts) == 2):
+    if not (isinstance(value, ast.Tuple) and len(value.elts) in (2, 3)):
         return None
-    module, cls = value.elts
-    if not all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in (module, cls)):
+    texts = [e.value for e in value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+    if len(texts) != len(value.elts):
         return None
-    name = module.value if module.value.startswith("vllm.") else f"{MODELS_PACKAGE}.{module.value}"
-    return RegistryEntry(key.value, name, cls.value, table, key.lineno)
+    *parts, cls = texts
+    relative = ".".join(parts)
+    top = package.split(".")[0]
+    absolute = relative.startswith(("vllm.", f"{top}."))
+    return RegistryEntry(key.value, relative if absolute else f"{package}.{relative}", cls, table, key.lineno)
+
+
+def is_vllm_registry(path: Path) -> bool:
+    return path.resolve().as_posix().endswith(REGISTRY.as_posix())

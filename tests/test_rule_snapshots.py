@@ -42,7 +42,7 @@ def test_fixture_matches_snapshot(fixture: Path, in_dir: Path, snapshot_update: 
         shutil.copytree(fixture, tree)
     else:
         shutil.copy(fixture, tree)
-    options = Options(select=(fixture.parent.name, "PP100"), unsafe_fixes=True)
+    options = Options(select=(fixture.parent.name, "PP100"), unsafe_fixes=True, installed_vllm=False)
     actual = _render(tree, options)
     snapshot = ROOT / "snapshots" / fixture.parent.name / f"{fixture.name.removesuffix('.py')}.snap"
     assert_snapshot(snapshot, actual, snapshot_update)

@@ -7,7 +7,7 @@ import ast
 
 from ..facts import ClassFacts, Guard, Producer, Submodule
 from .syntax import ATTR, DYNAMIC_BUILDERS, FACTORY, Function, blocks, condition, const_str, dotted
-from .traffic import FunctionAnalyzer
+from .traffic import FunctionAnalyzer, params_of, takes_three
 
 
 class MemberWalker:
@@ -88,6 +88,8 @@ class MemberWalker:
             return Producer("delegate", target=chain[:-1], **where)
         if chain and chain[0] == "self" and len(chain) == 2:
             return Producer("method", method=chain[1], **where)
+        if isinstance(value, ast.Lambda) and not takes_three(params_of(value)):
+            return Producer("placeholder", stmt.lineno, stmt.col_offset, guard=guard, scope=self.fn.name)
         if isinstance(value, ast.Name) and value.id in self.nested:
             name = f"{self.fn.name}.<locals>.{value.id}"
             self.facts.methods[name] = FunctionAnalyzer(self.nested[value.id], producer=True).run()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 
 from ..facts import Access, Call, FunctionFacts, Guard, KeyUse, Param
-from .altered import altered_output
+from .altered import Flow
 from .syntax import (
     ATTR,
     AUX_COLLECTORS,
@@ -35,7 +35,7 @@ class FunctionAnalyzer:
     def __init__(self, fn: Function, producer: bool) -> None:
         self.fn = fn
         self.producer = producer
-        self.facts = FunctionFacts(fn.name, fn.lineno, fn.col_offset, params=_params(fn))
+        self.facts = FunctionFacts(fn.name, fn.lineno, fn.col_offset, params=params_of(fn))
         self.aliases = {IT}
         """Names bound to the received tensors: the parameter and its copies (`it = intermediate_tensors`).
         Subscripting one is a read; passing one to a call hands the tensors on."""
@@ -58,7 +58,8 @@ class FunctionAnalyzer:
     def run(self) -> FunctionFacts:
         self._block(self.fn.body, ())
         if not self.producer:
-            self.facts.altered = altered_output(self.fn, self._passes_it)
+            flow = Flow(self._passes_it, dotted, lambda test: condition(test) is not None).run(self.fn)
+            self.facts.altered, self.facts.returns_inner = flow.found, flow.passes_through
         return self.facts
 
     def _block(self, body: list[ast.stmt], guard: Guard) -> None:
@@ -271,7 +272,14 @@ class FunctionAnalyzer:
                 self.facts.calls.append(Call(chain, node.lineno, guard))
 
 
-def _params(fn: Function) -> list[Param]:
+def takes_three(params: list[Param], bound: bool = False) -> bool:
+    """Whether a callable with these parameters accepts the runner's call
+    `(batch_size, dtype, device)`; `bound` drops `self`."""
+    positional = [p for p in params if p.kind in ("posonly", "positional")][1 if bound else 0 :]
+    return any(p.kind == "vararg" for p in params) or len(positional) >= 3
+
+
+def params_of(fn: Function | ast.Lambda) -> list[Param]:
     args = fn.args
     out: list[Param] = []
     positional = [*args.posonlyargs, *args.args]

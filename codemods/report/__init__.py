@@ -36,3 +36,9 @@ def fixable_counts(findings) -> tuple[int, int]:
 
     kinds = [f.fix.applicability for f in findings if f.fix]
     return kinds.count(Applicability.SAFE), kinds.count(Applicability.UNSAFE)
+
+
+def relative_text(line: str, cwd: Path | None = None) -> str:
+    """A message that names paths, with the current directory's prefix dropped from them."""
+    prefix = (cwd or Path.cwd()).resolve().as_posix() + "/"
+    return line.replace(prefix, "")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..findings import Finding, Report
-from . import fixable_counts, relative
+from . import fixable_counts, relative, relative_text
 
 VERSION = 1
 
@@ -36,8 +36,13 @@ def document(report: Report, verbose: bool = False) -> dict:
             "unsafe_fixable": unsafe,
         },
     }
+    if report.entry_source:
+        detail = report.context[0].split(": ", 2)[-1] if report.context else ""
+        doc["entries"] = {"source": report.entry_source, "detail": relative_text(detail)}
     if verbose:
         doc["notes"] = [finding(f) for f in report.notes]
+        doc["context"] = [relative_text(line) for line in report.context]
+        doc["unverified"] = [relative_text(line) for line in report.unverified]
     if report.changes or report.fixed:
         doc["fixed"] = [finding(f) for f in report.fixed]
         doc["files_changed"] = [relative(c.path) for c in report.changes]

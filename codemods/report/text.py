@@ -6,7 +6,7 @@ import difflib
 
 from ..findings import FileChange, Finding, Report
 from ..sourcelines import split_lines
-from . import fixable_counts, relative
+from . import fixable_counts, relative, relative_text
 
 
 def finding_lines(finding: Finding) -> list[str]:
@@ -21,6 +21,13 @@ def finding_lines(finding: Finding) -> list[str]:
     return lines
 
 
+def context_lines(report: Report) -> list[str]:
+    """`--verbose`: what the run used (entry source, extra trees) and what it could not verify."""
+    return [f"used: {relative_text(line)}" for line in report.context] + [
+        f"not verified: {relative_text(line)}" for line in report.unverified
+    ]
+
+
 def render(report: Report, verbose: bool = False, quiet: bool = False) -> str:
     """Findings, errors and (unless `quiet`) a summary line."""
     lines: list[str] = []
@@ -29,6 +36,7 @@ def render(report: Report, verbose: bool = False, quiet: bool = False) -> str:
     if verbose:
         for note in report.notes:
             lines.extend(finding_lines(note))
+        lines.extend(context_lines(report))
     for error in report.errors:
         lines.append(f"{relative(error.path)}: error: {error.message}")
     if quiet:
@@ -57,6 +65,7 @@ def render_fix(report: Report, verbose: bool = False, quiet: bool = False) -> st
     if verbose:
         for note in report.notes:
             lines.extend(finding_lines(note))
+        lines.extend(context_lines(report))
     for error in report.errors:
         lines.append(f"{relative(error.path)}: error: {error.message}")
     if quiet:

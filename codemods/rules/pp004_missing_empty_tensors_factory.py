@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..analysis.traffic import takes_three
 from ..edits import InsertDelegation
+from ..facts import Producer
 from ..findings import Applicability, Evidence, Finding, Fix
 from ..index import ClassRef
 from ..vllm_names import PP_INTERFACE
@@ -63,7 +65,11 @@ RULE = Rule(
         "a misspelled attribute name, a subclass whose `nn.Module.__init__(self)` skips the base "
         "`__init__` that delegated. The fix appends that delegation line to `__init__` when the "
         "forward hands `intermediate_tensors` to exactly one submodule: safe when the submodule's "
-        "class is known and has a producer, unsafe when it is built dynamically."
+        "class is known and has a producer, unsafe when it is built dynamically. A placeholder "
+        "(`self.make_empty_intermediate_tensors = lambda: None`, a method taking no arguments) "
+        "exposes none that works either: the runner's call with `(batch_size, dtype, device)` "
+        "raises TypeError; it is reported without a fix, since what it should delegate to is a "
+        "modelling decision."
     ),
     before=BEFORE,
     after=AFTER,
@@ -81,10 +87,47 @@ def check(ctx: Context) -> list[Finding]:
     ]
     findings = {ref: _finding(ctx, ref) for ref in missing}
     fixed_bases = {ref for ref, f in findings.items() if f.fix}
-    return [
+    kept = [
         f for ref, f in findings.items()
         if not any(base in fixed_bases and base.key in ctx.index.initialized(ref) for base in ctx.index.mro(ref)[1:])
     ]
+    placeholders: dict[tuple[str, str], set[int]] = {}
+    for ref in ctx.entries:
+        if ref in findings or "SupportsPP" not in ctx.index.base_names(ref):
+            continue
+        found = _placeholder(ctx, ref)
+        if found and found[1].line not in placeholders.get(found[0].key, ()):
+            placeholders.setdefault(found[0].key, set()).add(found[1].line)
+            kept.append(_placeholder_finding(ctx, ref, *found))
+    return kept
+
+
+def _placeholder(ctx: Context, ref: ClassRef) -> tuple[ClassRef, Producer] | None:
+    """The producer that takes effect for `ref`, when it cannot take `(batch_size, dtype, device)`."""
+    runs = ctx.index.initialized(ref)
+    for node in ctx.index.mro(ref):
+        producers = [p for p in node.cls.producers if p.scope != "__init__" or node.key in runs]
+        if node.cls.is_protocol or not producers:
+            continue
+        for producer in producers:
+            if producer.kind == "placeholder":
+                return node, producer
+            method = node.cls.methods.get(producer.method) if producer.kind == "method" else None
+            if method is not None and not takes_three(method.params, bound="<locals>" not in producer.method):
+                return node, producer
+        return None
+    return None
+
+
+def _placeholder_finding(ctx: Context, ref: ClassRef, owner: ClassRef, producer: Producer) -> Finding:
+    path = owner.module.path
+    return RULE.finding(
+        path=path, line=producer.line, column=producer.column, cls=ref.cls.name,
+        message="make_empty_intermediate_tensors is a placeholder that cannot take the runner's "
+        "(batch_size, dtype, device) (fails at start-up of rank 1); not auto-fixable: delegate it "
+        "to the inner model's or build it with make_empty_intermediate_tensors_factory",
+        evidence=(Evidence(Path(path), producer.line, ctx.line(path, producer.line), "placeholder"),),
+    )
 
 
 def _finding(ctx: Context, ref: ClassRef) -> Finding:

@@ -49,7 +49,10 @@ RULE = Rule(
     rationale=(
         "On a non-last rank the inner model returns `IntermediateTensors`, and the runner asserts "
         "that the wrapper hands exactly that back. A wrapper that transforms the output (`.to()`, "
-        "arithmetic, a score head) crashes on non-last ranks. The fix returns the inner output "
+        "arithmetic, a score head) crashes on non-last ranks. The output is followed through the "
+        "forward's control flow: inline expressions (`return self.model(...) / self.scale_width`, "
+        "MiniCPM), `if`/`else` branches, helper methods of the class or its bases that make the "
+        "inner call; a transform that only last-rank paths take is fine. The fix returns the inner output "
         "unchanged there first; it is unsafe because the wrapper may rely on the transformation "
         "in ways only a human can judge."
     ),
@@ -59,11 +62,21 @@ RULE = Rule(
 )
 
 
-def _inner_model(ctx: Context, owner, target: tuple[str, ...]) -> bool:
-    """A call of a submodule or of `super().forward`, not of a helper method of the class."""
+def _inner_model(ctx: Context, owner, target: tuple[str, ...], depth: int = 0) -> bool:
+    """A call of a submodule or of `super().forward`, or of a helper method (of the class or a
+    base) that returns such a call's output unchanged."""
     if target[:1] == ("super",):
         return target[-1] == "forward"
-    return not (len(target) == 2 and target[0] == "self" and ctx.resolver.is_method(owner, target[1]))
+    if not (len(target) == 2 and target[0] == "self" and ctx.resolver.is_method(owner, target[1])):
+        return True
+    found = ctx.index.find_method(owner, target[1])
+    if found is None or depth > 3 or not found[1].returns_inner:
+        return False
+    helper_owner, helper = found
+    return any(
+        _inner_model(ctx, helper_owner, call.target, depth + 1)
+        for call in helper.calls if not call.relay
+    )
 
 
 def check(ctx: Context) -> list[Finding]:
@@ -82,7 +95,7 @@ def check(ctx: Context) -> list[Finding]:
         seen.add((owner.key, fn.line))
         path = owner.module.path
         fix = None
-        if altered.var and ctx.editable(path):
+        if altered.var and altered.insert_after and ctx.editable(path):
             edit = EarlyReturn(path=Path(path), line=altered.insert_after, column=0, cls=owner.cls.name, var=altered.var)
             fix = Fix(
                 applicability=Applicability.UNSAFE,
@@ -93,7 +106,7 @@ def check(ctx: Context) -> list[Finding]:
             path=path, line=altered.line, column=0, cls=owner.cls.name,
             message="the inner model's output is transformed without returning it unchanged on non-last "
             "ranks (IntermediateTensors there: the wrapper crashes)"
-            + ("" if fix else "; not auto-fixable: the inner call is nested in the returned expression"),
+            + ("" if fix else f"; not auto-fixable: {_why(altered, ctx.editable(path))}"),
             fix=fix,
             evidence=(
                 Evidence(Path(path), altered.inner_line, ctx.line(path, altered.inner_line), "inner call"),
@@ -101,3 +114,11 @@ def check(ctx: Context) -> list[Finding]:
             ),
         ))
     return findings
+
+
+def _why(altered, editable: bool) -> str:
+    if not altered.var:
+        return "the inner call is nested in the returned expression"
+    if not altered.insert_after:
+        return "the transformation is inside a block: no single place returns the output first"
+    return "the forward is outside the checked paths" if not editable else ""

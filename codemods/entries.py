@@ -1,0 +1,220 @@
+"""Which classes are entries (the top-level model a runner builds), and where that came from.
+
+Sources, first that applies: vLLM's registry found above the checked paths; otherwise a registry
+given with `--registry` or a fork's registry inside the checked tree (any package prefix, 2- and
+3-tuples) together with the plugin's own `register_model(...)` calls; otherwise every SupportsPP
+class, except draft heads and classes another class of the tree builds as a submodule. Draft heads
+run with PP=1 and are never entries.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .index import ClassRef, Index, import_root, module_name
+from .plugins import plugin_entry_points, read_registrations
+from .registry import RegistryEntry, RegistryError, is_vllm_registry, load_registry, root_of
+from .vllm_names import DRAFT_TABLE, PP_INTERFACE, PRODUCER
+
+DRAFT_CLASS = re.compile(r"MTP|Eagle|EAGLE|Medusa|Speculator|Drafter|DFlash")
+DRAFT_MODULE = re.compile(r"(^|_)(mtp|eagle\d*|medusa|drafter|speculator)(_|$)")
+MAX_SCANNED = 2**20
+CLASS_HEADER = re.compile(rb"^[ \t]*class\s+\w+\s*\(([^)]*)", re.M)
+
+
+@dataclass
+class Entries:
+    """The entries bearing on the targets, the draft heads, and how they were found."""
+
+    entries: list[ClassRef] = field(default_factory=list)
+    drafts: list[ClassRef] = field(default_factory=list)
+    registered: list[RegistryEntry] = field(default_factory=list)
+    source: str = "fallback"
+    """"registry" (vLLM's), "fork-registry", "plugin", or "fallback" (SupportsPP classes)."""
+    detail: str = ""
+    unverified: list[str] = field(default_factory=list)
+
+    @property
+    def from_registry(self) -> bool:
+        return self.source != "fallback"
+
+
+def is_draft(ref: ClassRef) -> bool:
+    """A draft head by its name (MTP, EAGLE, Medusa, speculator): for entries not read from
+    vLLM's registry, which keeps draft heads in a table of their own."""
+    leaf = ref.module.module.rpartition(".")[2]
+    return bool(DRAFT_CLASS.search(ref.cls.name) or DRAFT_MODULE.search(leaf))
+
+
+def fork_registry(files: list[Path]) -> Path | None:
+    """A `registry.py` in a `models` package of the checked files holding `*_MODELS` tables
+    (one that cannot be read is not one)."""
+    for path in files:
+        if path.name == "registry.py" and path.parent.name == "models":
+            try:
+                if load_registry(path):
+                    return path
+            except RegistryError:
+                continue
+    return None
+
+
+def collect(index: Index, targets, files: list[Path], registry: Path | None, registered: list[RegistryEntry],
+            paths: list[Path], subjects: list[ClassRef]) -> Entries:
+    """The entries; `registered` is what `registry` holds (read once by the engine)."""
+    if registry is not None and is_vllm_registry(registry):
+        return _from_vllm(index, targets, registry, registered)
+    result = Entries()
+    parts: list[str] = []
+    if registry is not None:
+        result.registered = list(registered)
+        parts.append(f"registry {registry} ({len(result.registered)} architectures)")
+    registrations = 0
+    for path in files:
+        data = _small_regular_file(path)
+        if b"register_model" not in data:
+            continue
+        try:
+            found = read_registrations(data, module_name(path, import_root(path)), path.name == "__init__.py")
+        except (SyntaxError, ValueError):
+            continue
+        result.registered.extend(found.entries)
+        registrations += len(found.entries)
+        result.unverified += [
+            f"{path}:{line}: register_model(...) with arguments that are not literal: its architecture is not an entry"
+            for line in found.dynamic
+        ]
+    if registrations:
+        parts.append(f"{registrations} register_model(...) call(s)")
+    points = _entry_points(paths, targets)
+    if points:
+        parts.append("plugin entry point(s) " + ", ".join(f"{p.name} = {p.target} ({p.path.name})" for p in points))
+    if result.registered:
+        result.source = "plugin" if registry is None else "fork-registry"
+        result.detail = "; ".join(parts)
+        _resolve(index, result, registry)
+        built = _built_elsewhere(index, targets, result.registered)
+        result.entries = [r for r in result.entries if r not in built]
+        return result
+    if registry is not None:
+        result.unverified.append(f"registry {registry} has no `*_MODELS` table of (module, class) tuples: no entry read from it")
+    result.source = "fallback"
+    result.detail = "no registration found" + (f" ({'; '.join(parts)})" if parts else "") + ": SupportsPP classes are the entries, except draft heads and classes built as a submodule"
+    built = _built_elsewhere(index, targets, [])
+    for ref in subjects:
+        if PP_INTERFACE not in index.base_names(ref) or ref in built:
+            continue
+        (result.drafts if is_draft(ref) else result.entries).append(ref)
+    return result
+
+
+def _small_regular_file(path: Path) -> bytes:
+    """The bytes of a regular file under MAX_SCANNED; empty for anything else (a FIFO is never
+    opened for a blocking read)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return b""
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_SCANNED:
+            return b""
+        return handle.read()
+
+
+def _resolve(index: Index, result: Entries, registry: Path | None) -> None:
+    """Every registered architecture's class, as an entry or a draft head; those that resolve to
+    no class are listed as unverified."""
+    missing = []
+    for entry in result.registered:
+        refs = index.lookup(entry.module, entry.cls)
+        if not refs:
+            missing.append(entry)
+        for ref in refs:
+            draft = DRAFT_TABLE in entry.table or is_draft(ref)
+            group = result.drafts if draft else result.entries
+            if ref not in group:
+                group.append(ref)
+    result.drafts = [d for d in result.drafts if d not in result.entries]
+    if missing and len(missing) == len(result.registered):
+        where = f"registry {registry}" if registry else "the register_model(...) calls"
+        result.unverified.append(
+            f"{where}: none of {len(missing)} architectures resolves to a class in the checked tree or extra paths "
+            f"(first: {missing[0].arch} -> {missing[0].module}.{missing[0].cls}); no entry from it"
+        )
+    elif missing:
+        result.unverified.append(
+            f"{len(missing)} registered architecture(s) resolve to no class here: "
+            + ", ".join(f"{e.arch} -> {e.module}.{e.cls}" for e in missing[:5]) + (" ..." if len(missing) > 5 else "")
+        )
+
+
+def _built_elsewhere(index: Index, targets, registered: list[RegistryEntry]) -> set[ClassRef]:
+    """Classes another class of the tree builds as a submodule (directly, or through a model
+    builder told `architectures=["X"]`): stages of a composite model, not top-level models.
+    Only builders that supply a factory of their own count: a wrapper without one delegates to
+    what it builds, which then needs its own."""
+    archs = {e.arch: (e.module, e.cls) for e in registered}
+    built: set[ClassRef] = set()
+    for module in targets:
+        for cls in module.classes.values():
+            if not (cls.producers or PRODUCER in cls.method_names):
+                continue
+            for subs in cls.submodules.values():
+                for sub in subs:
+                    if sub.dynamic:
+                        found = index.lookup(*archs[sub.arch]) if sub.arch in archs else []
+                    else:
+                        found = index.resolve(module, sub.ctor)
+                    built.update(r for r in found if r.cls is not cls)
+    return built
+
+
+def _entry_points(paths: list[Path], targets) -> list:
+    folders: list[Path] = []
+    for path in paths:
+        path = path.resolve()
+        folder = path if path.is_dir() else path.parent
+        folders += [folder, import_root(folder / "__init__.py") if (folder / "__init__.py").is_file() else folder]
+    folders += [Path(targets[0].path).resolve().parent] if targets and not folders else []
+    seen: list = []
+    for folder in dict.fromkeys(f for f in folders):
+        for candidate in (folder, folder.parent):
+            for point in plugin_entry_points(candidate):
+                if point not in seen:
+                    seen.append(point)
+    return seen
+
+
+def _from_vllm(index: Index, targets, registry: Path, registered: list[RegistryEntry]) -> Entries:
+    """vLLM's own registry: only modules that bear on the targets are loaded."""
+    result = Entries(registered=registered, source="registry", detail=f"vLLM registry {registry}")
+    root = root_of(registry)
+    names = {c.name for m in targets for c in m.classes.values()}
+    encoded = {n.encode() for n in names}
+    for entry in registered:
+        known = index.by_name.get(entry.module) is not None or entry.cls in names
+        if not known and not _matches(root, entry.module, encoded):
+            continue
+        group = result.drafts if DRAFT_TABLE in entry.table else result.entries
+        for ref in index.lookup(entry.module, entry.cls):
+            if ref not in group:
+                group.append(ref)
+    result.drafts = [d for d in result.drafts if d not in result.entries]
+    return result
+
+
+def _matches(root: Path, module: str, names: set[bytes]) -> bool:
+    """Whether a module (not among the targets) defines a subclass of a class named in `names`."""
+    base = root.joinpath(*module.split("."))
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        try:
+            data = candidate.read_bytes()
+        except OSError:
+            continue
+        return any(names.intersection(re.findall(rb"\w+", m.group(1))) for m in CLASS_HEADER.finditer(data))
+    return False
