@@ -188,6 +188,9 @@ def _analyze_all(sources: list[tuple[Path, bytes]], index: Index, jobs: int) -> 
         results[position] = result
         if not isinstance(result, str):
             index.cache.put(key, result)
+    for result, (_, data) in zip(results, sources, strict=True):
+        if isinstance(result, ModuleFacts):
+            result.source = data
     return results
 
 
