@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 from concurrent.futures import ProcessPoolExecutor
@@ -54,6 +55,10 @@ def fix(paths: list[Path], options: Options, write: bool = True) -> Report:
     fixable = [f for f in report.findings if f.fix and f.fix.applicability in allowed]
     rewrites = {}
     for path, edits in progress.track(edits_of(fixable).items(), "files fixed"):
+        problem = _unparsable(session.sources[str(path)], str(path))
+        if problem:
+            report.errors.append(FileError(path, problem))
+            continue
         try:
             result = rewrite(session.sources[str(path)], edits)
             verify_syntax(result, path)
@@ -150,6 +155,21 @@ def _registry(paths: list[Path], options: Options) -> Path | None:
         found = find_registry(path)
         if found:
             return found
+    return None
+
+
+def _unparsable(data: bytes, path: str) -> str | None:
+    """Why a file to be rewritten does not parse as a whole, if it does not: the analysis may
+    have parsed only part of it, and libcst must not meet what Python refuses (it can crash on
+    deep nesting)."""
+    try:
+        ast.parse(data, filename=path)
+    except SyntaxError as error:
+        return f"syntax error: {error.msg} (line {error.lineno})"
+    except (ValueError, UnicodeDecodeError) as error:
+        return f"cannot parse: {error}"
+    except (RecursionError, MemoryError):
+        return "cannot parse: too deeply nested for Python's parser"
     return None
 
 
