@@ -36,7 +36,7 @@ MODEL = textwrap.dedent('''\
             self.proj = Linear(config.x,
     config.y)
 
-        def forward(self, x):
+        def project(self, x):
             return self.proj(x)
 
 
@@ -115,7 +115,7 @@ def test_index_resolves_into_pending_classes(tmp_path) -> None:
     index = Index([tmp_path])
     [ref] = index.lookup("pkg.m", "Model")
     [helper] = index.resolve(ref.module, "Helper")
-    assert helper.cls.method_names == {"__init__", "forward"}
+    assert helper.cls.method_names == {"__init__", "project"}
 
 
 @pytest.mark.parametrize("text", [
@@ -168,7 +168,7 @@ def test_a_declared_need_is_parsed_and_changes_the_cache_key(monkeypatch, tmp_pa
     needs.declare(needs.Need("projections", markers=("self.proj",)))
     assert FactsCache(tmp_path).key(MODEL.encode(), "pkg.m") != before
     facts = analyze_source(MODEL.encode(), "m.py", "pkg.m")
-    assert set(facts.pending) == {"Builder"} and facts.classes["Helper"].method_names == {"__init__", "forward"}
+    assert set(facts.pending) == {"Builder"} and facts.classes["Helper"].method_names == {"__init__", "project"}
 
 
 def test_pending_classes_survive_the_cache(tmp_path) -> None:
@@ -178,5 +178,5 @@ def test_pending_classes_survive_the_cache(tmp_path) -> None:
     back = store.get("ab" * 32, "m.py")
     assert back.pending == facts.pending and back.source == b""
     back.source = MODEL.encode()
-    assert complete(back, "Helper").method_names == {"__init__", "forward"}
+    assert complete(back, "Helper").method_names == {"__init__", "project"}
     assert cache.FINGERPRINT

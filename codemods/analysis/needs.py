@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from .. import loading
+from .. import auxstates, loading, rankuse
 from .syntax import IT, IT_CLASS
 
 
@@ -34,6 +34,9 @@ NEEDS: list[Need] = [
     ),
     Need("models: subclasses of a models package's class are checked (engine._subjects)", base_packages=("models",)),
     Need("weight loaders and layer splits (PP008)", markers=loading.MARKERS),
+    Need("first-rank tests (PP010)", markers=(rankuse.WORD,)),
+    Need("aux hidden states: PP011 reads every forward's (auxstates.wanted)",
+         markers=(auxstates.FLAG, auxstates.PACK, "def forward")),
 ]
 
 
