@@ -9,7 +9,9 @@ The pinned vLLM wheels are downloaded with pip into a cache outside the reposito
 reused) and their Python sources unpacked under <cache>/bench/src/<version>/. Nothing there is
 written by the commands measured: `fix` runs with --diff and the libcst codemod with -u.
 
-Every command runs as a subprocess (interpreter start-up included): one warm-up run, then --runs
+First, per version, the cold whole-tree check and `ruff check --no-cache --select F401` run pair by
+pair (--runs pairs) and the median of the per-pair ratios is printed, with the load average.
+Then every command runs as a subprocess (interpreter start-up included): one warm-up run, then --runs
 timed runs whose median is reported, then one more run sampling the resident memory of the whole
 process tree (workers included) every few milliseconds for the peak. "cold" runs get an empty
 contractfix facts cache (or ruff --no-cache); "warm" ones a cache filled by the warm-up.
@@ -79,9 +81,14 @@ def main() -> None:
     for version in args.versions:
         tree = sources(version, args.cache)
         print(f"\n== vLLM {version}: {tree} ({_count_py(tree)} Python files)", flush=True)
+        pairs = cold_pairs(tree, args.runs)
+        print(f"cold check vs `ruff check --no-cache --select F401`, {len(pairs)} interleaved pairs: "
+              f"median ratio {statistics.median(r for _, _, r in pairs):.2f}x "
+              f"({statistics.median(c for c, _, _ in pairs):.3f} s vs {statistics.median(f for _, f, _ in pairs):.3f} s), "
+              f"load average {os.getloadavg()[0]:.1f}", flush=True)
         results = measure(tasks(tree), args.runs)
         print(table(results), flush=True)
-        runs[version] = [asdict(r) for r in results]
+        runs[version] = {"cold_pairs": pairs, "results": [asdict(r) for r in results]}
     document = {"machine": machine, "load_average_at_end": os.getloadavg(), "runs_per_command": args.runs, "targets": TARGETS, "results": runs}
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(document, indent=2) + "\n", "utf-8")
@@ -132,6 +139,20 @@ def tasks(tree: Path) -> list[Task]:
     if shutil.which("taskset"):
         listed.insert(4, Task("contractfix check (cold, 1 core)", ["taskset", "-c", "0", *contractfix, "check", whole], "cold"))
     return listed
+
+
+def cold_pairs(tree: Path, runs: int) -> list[tuple[float, float, float]]:
+    """(contractfix cold check, ruff F401 without cache, ratio), run pair by pair so that both
+    commands of a pair meet the same load on a shared machine."""
+    contractfix = shutil.which("contractfix") or sys.exit("contractfix is not on PATH: pip install -e '.[bench]'")
+    pairs = []
+    with tempfile.TemporaryDirectory(prefix="contractfix-bench-") as scratch:
+        for _ in range(runs):
+            env = {**os.environ, "CONTRACTFIX_CACHE_DIR": tempfile.mkdtemp(dir=scratch)}
+            ours = run([contractfix, "check", str(tree)], env, scratch)
+            theirs = run(["ruff", "check", "--no-cache", "--select", "F401", "--exit-zero", str(tree)], env, scratch)
+            pairs.append((ours, theirs, ours / theirs))
+    return pairs
 
 
 def measure(listed: list[Task], runs: int) -> list[Result]:

@@ -16,6 +16,7 @@ import tempfile
 from pathlib import Path
 
 from . import facts
+from .analysis import needs
 
 ENV = "CONTRACTFIX_CACHE_DIR"
 
@@ -52,9 +53,9 @@ FINGERPRINT = fingerprint()
 class FactsCache:
     """Get and put `ModuleFacts` by content; a folder that cannot be used disables the cache."""
 
-    def __init__(self, folder: Path | None, salt: bytes = FINGERPRINT) -> None:
+    def __init__(self, folder: Path | None, salt: bytes | None = None) -> None:
         self.folder = folder
-        self._salt = salt
+        self._salt = FINGERPRINT + needs.digest() if salt is None else salt
 
     def key(self, data: bytes, module: str) -> str:
         digest = hashlib.sha256(self._salt)

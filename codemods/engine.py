@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import threading
@@ -134,6 +135,11 @@ def _rewrite_all(session: Session, done: dict, fixable: list[Finding], report: R
 
     rewrites = {}
     for path, edits in progress.track(edits_of(fixable).items(), "files fixed"):
+        problem = None if path in done else _unparsable(session.sources[str(path)], str(path))
+        if problem:
+            report.errors.append(FileError(path, problem))
+            failed.add(path)
+            continue
         source = done[path].after if path in done else session.sources[str(path)]
         try:
             result = rewrite(source, edits)
@@ -381,6 +387,21 @@ def _registry(paths: list[Path], options: Options) -> Path | None:
     return None
 
 
+def _unparsable(data: bytes, path: str) -> str | None:
+    """Why a file to be rewritten does not parse as a whole, if it does not: the analysis may
+    have parsed only part of it, and libcst must not meet what Python refuses (it can crash on
+    deep nesting)."""
+    try:
+        ast.parse(data, filename=path)
+    except SyntaxError as error:
+        return f"syntax error: {error.msg} (line {error.lineno})"
+    except (ValueError, UnicodeDecodeError) as error:
+        return f"cannot parse: {error}"
+    except (RecursionError, MemoryError):
+        return "cannot parse: too deeply nested for Python's parser"
+    return None
+
+
 def _job(item: tuple[str, bytes, str]) -> ModuleFacts | str:
     path, data, name = item
     try:
@@ -416,6 +437,9 @@ def _analyze_all(sources: list[tuple[Path, bytes]], index: Index, jobs: int) -> 
         results[position] = result
         if not isinstance(result, str):
             index.cache.put(key, result)
+    for result, (_, data) in zip(results, sources, strict=True):
+        if isinstance(result, ModuleFacts):
+            result.source = data
     return results
 
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
-from .analysis import analyze_source
+from .analysis import analyze_source, complete
 from .cache import FactsCache
 from .facts import ClassFacts, FunctionFacts, ModuleFacts
 
@@ -20,6 +20,9 @@ class ClassRef:
     key: tuple[str, str] = field(init=False)
 
     def __post_init__(self) -> None:
+        """A class whose body was left unparsed is parsed now: whoever holds a reference reads it."""
+        if self.cls.name in self.module.pending and self.module.classes.get(self.cls.name) is self.cls:
+            complete(self.module, self.cls.name)
         object.__setattr__(self, "key", (self.module.path, self.cls.name))
 
     def __hash__(self) -> int:
@@ -97,6 +100,7 @@ class Index:
         if facts is None:
             facts = analyze_source(data, path, name)
             self.cache.put(key, facts)
+        facts.source = data
         return facts
 
     def resolve(self, module: ModuleFacts, name: str, depth: int = 0) -> list[ClassRef]:

@@ -67,10 +67,14 @@ class LoadingFacts:
     splits: list[Split] = field(default_factory=list)
 
 
+MARKERS = ("named_parameters", "params_dict", *SPLITTERS)
+"""A class whose source holds none of these has no loader or split facts."""
+
+
 def wanted(source_lines: list[str]) -> bool:
     """Whether a class's source can hold loader or split facts (a text test before any walk)."""
     text = "\n".join(source_lines)
-    return "named_parameters" in text or "params_dict" in text or any(s in text for s in SPLITTERS)
+    return any(m in text for m in MARKERS)
 
 
 def loading_facts(node: ast.ClassDef, lines: list[str]) -> LoadingFacts | None:

@@ -3,6 +3,8 @@
 One module per kind of fact, each feeding the one above it:
 
 - `module`: `ModuleFacts` of one source (imports, suppressions, its classes); the entry point.
+- `needs`: which classes must be parsed (the others are parsed when a `ClassRef` asks).
+- `outline`: where the top-level statements are, found without parsing.
 - `classes`: `ClassFacts` of one class (bases, methods, `__init__` structure).
 - `members`: what methods assign to `self` (producers, submodules).
 - `traffic`: `FunctionFacts` of one method (keys read, sent, allocated; calls passing tensors on).
@@ -13,6 +15,6 @@ Every file of this package is part of the facts cache's key (`cache.py`), so a n
 is covered without being listed.
 """
 
-from .module import analyze_source
+from .module import analyze_source, complete
 
-__all__ = ["analyze_source"]
+__all__ = ["analyze_source", "complete"]

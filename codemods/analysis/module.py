@@ -1,4 +1,10 @@
-"""`ModuleFacts` of one source: its imports, suppression comments and top-level classes."""
+"""`ModuleFacts` of one source: its imports, suppression comments and top-level classes.
+
+Only the classes a need asks for (`needs.py`) are parsed with the module's imports and `if` /
+`try` blocks, found by `outline.py` without parsing; of the others only the header is parsed,
+and the body when a `ClassRef` asks for it (`complete`). Line and column numbers are those of
+the whole file: the text parsed keeps every line in place, blank where it is not needed.
+"""
 
 from __future__ import annotations
 
@@ -8,16 +14,17 @@ import io
 import re
 import tokenize
 
-from ..facts import ModuleFacts
+from ..facts import ClassFacts, ModuleFacts
+from . import needs
 from .classes import ClassAnalyzer
+from .outline import Statement, Unplaceable, outline
 
 SUPPRESSION = re.compile(r"#\s*contractfix:\s*ignore\[([A-Za-z0-9,\s]+)\]")
 
 
 def analyze_source(source: bytes, path: str, module: str) -> ModuleFacts:
-    """Parse `source` and return its facts. Raises SyntaxError / ValueError on bad input."""
-    tree = ast.parse(source, filename=path)
-    _char_columns(tree, source)
+    """Parse `source` and return its facts. Raises SyntaxError / ValueError on bad input (a
+    syntax error in a part no need asks for may go unseen)."""
     text = source.decode("utf-8", errors="replace")
     facts = ModuleFacts(
         path=path,
@@ -26,14 +33,122 @@ def analyze_source(source: bytes, path: str, module: str) -> ModuleFacts:
         uses_typing_optional="Optional[" in text,
         future_annotations="from __future__ import annotations" in text,
         suppressions=_suppressions(text),
+        source=source,
     )
     lines = text.splitlines()
+    try:
+        _partial(facts, lines)
+    except (Unplaceable, SyntaxError, ValueError):
+        facts.imports.clear()
+        facts.classes.clear()
+        facts.pending.clear()
+        tree = ast.parse(source, filename=path)
+        _char_columns(tree, source)
+        _read(facts, tree, lines, {})
+    return facts
+
+
+def complete(module: ModuleFacts, name: str) -> ClassFacts:
+    """Parse the body of a pending class and fill its entry of `module.classes` in place (so
+    every holder of the header-only entry sees the whole)."""
+    if not module.source:
+        raise RuntimeError(f"{module.path}: the source of pending class {name} is not known")
+    start, end = module.pending.pop(name)
+    try:
+        tree = ast.parse(_keep(_rows(module.source), [(start, end)]), filename=module.path)
+        node = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == name][-1]
+    except (SyntaxError, ValueError, IndexError):
+        tree = ast.parse(module.source, filename=module.path)
+        node = [n for n in _module_statements(tree.body) if isinstance(n, ast.ClassDef) and n.name == name][-1]
+    _char_columns(tree, module.source)
+    lines = module.source.decode("utf-8", errors="replace").splitlines()
+    entry = module.classes[name]
+    entry.__dict__.update(ClassAnalyzer(node, lines).run().__dict__)
+    return entry
+
+
+def _rows(source: bytes) -> list[str]:
+    """The source's lines as Python numbers them (`outline` refuses other line ends)."""
+    encoding = tokenize.detect_encoding(io.BytesIO(source).readline)[0]
+    return source.decode(encoding).split("\n")
+
+
+def _keep(rows: list[str], spans: list[tuple[int, int]], stubs: tuple[Statement, ...] = ()) -> str:
+    """The source with only the lines of `spans` (1-based, inclusive) and the headers of
+    `stubs` (whose body becomes `pass`): every other line is blank, so nothing moves."""
+    kept = [""] * len(rows)
+    for start, end in spans:
+        kept[start - 1 : end] = rows[start - 1 : end]
+    for stub in stubs:
+        kept[stub.head - 1 : stub.colon] = rows[stub.head - 1 : stub.colon]
+        if not stub.inline:
+            if stub.colon >= stub.end:
+                raise Unplaceable("class without a body")
+            kept[stub.colon] = " pass"
+    return "\n".join(kept)
+
+
+def _partial(facts: ModuleFacts, lines: list[str]) -> None:
+    """Imports, `if` / `try` blocks and needed classes parsed; other classes only by header."""
+    rows = _rows(facts.source)
+    statements = outline("\n".join(rows))
+    markers = needs.markers()
+    spans, stubs = [], {}
+    for statement in statements:
+        span = (statement.start, statement.end)
+        if statement.kind in ("import", "compound"):
+            spans.append(span)
+        elif statement.kind == "class":
+            block = "\n".join(rows[statement.start - 1 : statement.end])
+            if any(m in block for m in markers):
+                spans.append(span)
+            else:
+                stubs[statement.head] = statement
+    tree = ast.parse(_keep(rows, spans, tuple(stubs.values())), filename=facts.path)
+    _char_columns(tree, facts.source)
+    _read(facts, tree, lines, stubs)
+    packages = needs.base_packages()
+    based = [
+        (stub.start, stub.end) for name, stub in _pending_stubs(facts, stubs)
+        if any(_imported_from(facts, base, packages) for base in facts.classes[name].bases)
+    ]
+    if based:
+        tree = ast.parse(_keep(rows, based), filename=facts.path)
+        _char_columns(tree, facts.source)
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef) and facts.pending.get(node.name) == (
+                stubs[node.lineno].start, stubs[node.lineno].end
+            ):
+                del facts.pending[node.name]
+                facts.classes[node.name].__dict__.update(ClassAnalyzer(node, lines).run().__dict__)
+
+
+def _read(facts: ModuleFacts, tree: ast.Module, lines: list[str], stubs: dict[int, Statement]) -> None:
+    """Imports and classes, in order (a later class of the same name replaces an earlier one)."""
     for node in _module_statements(tree.body):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             _record_import(facts, node)
         elif isinstance(node, ast.ClassDef):
-            facts.classes[node.name] = ClassAnalyzer(node, lines).run()
-    return facts
+            stub = stubs.get(node.lineno)
+            analyzer = ClassAnalyzer(node, lines)
+            facts.classes[node.name] = analyzer.facts if stub else analyzer.run()
+            if stub:
+                facts.pending[node.name] = (stub.start, stub.end)
+            else:
+                facts.pending.pop(node.name, None)
+
+
+def _pending_stubs(facts: ModuleFacts, stubs: dict[int, Statement]):
+    for stub in stubs.values():
+        for name, span in facts.pending.items():
+            if span == (stub.start, stub.end):
+                yield name, stub
+
+
+def _imported_from(facts: ModuleFacts, base: str, packages: frozenset[str]) -> bool:
+    """Whether a base's name is imported from a module with a part in `packages`."""
+    head = base.split(".")[0]
+    return any(packages.intersection(source.split(".")) for source, _ in facts.imports.get(head, ()))
 
 
 def _char_columns(tree: ast.AST, source: bytes) -> None:

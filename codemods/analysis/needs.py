@@ -1,0 +1,59 @@
+"""Which classes the analysis must parse: the kinds of class some rule reads facts of.
+
+The first pass over a module parses its imports, its `if` / `try` blocks and the classes a need
+asks for; of every other class it reads only the header (name, place, bases) and leaves the body
+for later (`ModuleFacts.pending`), parsed when a `ClassRef` to it is made. A rule that reads
+facts of another kind of class straight from `ModuleFacts.classes` (without a `ClassRef`)
+declares a need for it with `declare`, so that its facts are there.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from .. import auxstates, loading, rankuse
+from .syntax import IT, IT_CLASS
+
+
+@dataclass(frozen=True)
+class Need:
+    """Classes to parse: those whose block holds one of `markers`, and those with a base imported
+    from a module whose dotted name has a part in `base_packages`."""
+
+    reason: str
+    markers: tuple[str, ...] = ()
+    base_packages: tuple[str, ...] = ()
+
+
+NEEDS: list[Need] = [
+    Need(
+        "contract facts: a class without these words has no producer, no method naming "
+        "intermediate tensors and no misspelled producer (so its unparsed body hides none)",
+        markers=(IT, IT_CLASS, "make_empty", "SupportsPP"),
+    ),
+    Need("models: subclasses of a models package's class are checked (engine._subjects)", base_packages=("models",)),
+    Need("weight loaders and layer splits (PP008)", markers=loading.MARKERS),
+    Need("first-rank tests (PP010)", markers=(rankuse.WORD,)),
+    Need("aux hidden states: PP011 reads every forward's (auxstates.wanted)",
+         markers=(auxstates.FLAG, auxstates.PACK, "def forward")),
+]
+
+
+def declare(need: Need) -> None:
+    """Ask for another kind of class to be parsed (part of the facts cache's key)."""
+    if need not in NEEDS:
+        NEEDS.append(need)
+
+
+def markers() -> tuple[str, ...]:
+    return tuple(dict.fromkeys(m for need in NEEDS for m in need.markers))
+
+
+def base_packages() -> frozenset[str]:
+    return frozenset(p for need in NEEDS for p in need.base_packages)
+
+
+def digest() -> bytes:
+    """Of every need in force: facts read under other needs are other facts."""
+    return hashlib.sha256(repr([(n.markers, n.base_packages) for n in NEEDS]).encode()).digest()

@@ -1,0 +1,123 @@
+"""Where a module's top-level statements start and end, found without parsing: a scan for the
+lines that begin a statement at column 0, outside strings, brackets and line continuations.
+
+A scan that meets something it cannot place (an unterminated string, a line ending other than
+`\\n` / `\\r\\n`, a form feed) gives up, and the caller parses the whole module. A misplaced
+boundary (a line it took for a statement's start) can only split a statement, which makes the
+piece fail to parse, so the caller again falls back to parsing the whole module.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_STRING_OR_COMMENT = re.compile(
+    r'"""[^"\\]*(?:(?:\\[\s\S]|"(?!""))[^"\\]*)*"""'
+    r"|'''[^'\\]*(?:(?:\\[\s\S]|'(?!''))[^'\\]*)*'''"
+    r'|"[^"\\\n]*(?:\\[\s\S][^"\\\n]*)*"'
+    r"|'[^'\\\n]*(?:\\[\s\S][^'\\\n]*)*'"
+    r"|#[^\n]*"
+    r"|[\"']"
+)
+_STATEMENT_START = re.compile(r"^[A-Za-z_@]", re.M)
+_KEYWORD = re.compile(r"(class|def|async|if|try|import|from|else|elif|except|finally)\b")
+_ONE_LINE_HEADER = re.compile(r"class[ \t]+\w+[ \t]*(?:\([^()\n]*\))?[ \t]*:")
+_CONTINUATIONS = {"else", "elif", "except", "finally"}
+_KINDS = {"class": "class", "def": "def", "async": "def", "if": "compound", "try": "compound",
+          "import": "import", "from": "import"}
+
+
+class Unplaceable(Exception):
+    """The scan cannot place the statements of this text: parse all of it."""
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One top-level statement: lines `start`..`end` (1-based, decorators and trailing blank or
+    comment lines included). For a class or function, `head` is its `class` / `def` line; for a
+    class, `colon` is the line of the colon ending its header, and `inline` is True when the body
+    follows that colon on the same line."""
+
+    kind: str  # "class" | "def" | "import" | "compound" (if / try) | "other"
+    start: int
+    end: int
+    head: int = 0
+    colon: int = 0
+    inline: bool = False
+
+
+def outline(text: str) -> list[Statement]:
+    """The top-level statements of `text`, in order. Raises `Unplaceable`."""
+    if "\f" in text or "\r" in text and text.count("\r") != text.count("\r\n"):
+        raise Unplaceable("form feed or lone carriage return")
+    masked = _STRING_OR_COMMENT.sub(_mask, text)
+    found: list[list] = []  # [kind, start, head, offset of head]
+    depth = 0
+    line = 1
+    last = 0
+    for match in _STATEMENT_START.finditer(masked):
+        at = match.start()
+        between = masked[last:at]
+        depth += sum(map(between.count, "([{")) - sum(map(between.count, ")]}"))
+        line += between.count("\n")
+        last = at
+        if depth or at and masked[at - 2 : at - 1] == "\\" or masked[at - 3 : at - 1] == "\\\r":
+            continue
+        word = _KEYWORD.match(masked, at)
+        keyword = word.group(1) if word else ""
+        if keyword in _CONTINUATIONS:
+            continue
+        if found and found[-1][0] == "@":  # a decorator's class or function, or another decorator
+            if masked[at] != "@":
+                found[-1][0] = _KINDS.get(keyword, "other")
+                found[-1][2:] = [line, at]
+            continue
+        kind = "@" if masked[at] == "@" else _KINDS.get(keyword, "other")
+        found.append([kind, line, line, at])
+    if depth + sum(map(masked[last:].count, "([{")) - sum(map(masked[last:].count, ")]}")):
+        raise Unplaceable("unbalanced brackets")
+    total = text.count("\n") + 1
+    statements = []
+    for index, (kind, start, head, at) in enumerate(found):
+        end = found[index + 1][1] - 1 if index + 1 < len(found) else total
+        colon, inline = _header_end(masked, at, head) if kind == "class" else (0, False)
+        statements.append(Statement(kind, start, end, head if kind in ("class", "def") else 0, colon, inline))
+    return statements
+
+
+def _mask(match: re.Match) -> str:
+    """A comment becomes nothing; a string `S`, keeping its line breaks, each continued line
+    starting with NUL so that it never looks like a statement's start."""
+    found = match.group()
+    if found[0] == "#":
+        return ""
+    if len(found) == 1:
+        raise Unplaceable("unterminated string")
+    breaks = found.count("\n")
+    return "S" + "\n\0" * breaks if breaks else "S"
+
+
+def _header_end(masked: str, at: int, head: int) -> tuple[int, bool]:
+    """The line of the colon ending a class header, and whether the body follows it there."""
+    one = _ONE_LINE_HEADER.match(masked, at)
+    if one:
+        colon, line = one.end(), head
+    else:
+        depth, colon, line = 0, at, head
+        while True:
+            if colon == len(masked):
+                raise Unplaceable("class header without a colon")
+            char = masked[colon]
+            colon += 1
+            if char in "([{":
+                depth += 1
+            elif char in ")]}":
+                depth -= 1
+            elif char == "\n":
+                line += 1
+            elif char == ":" and not depth:
+                break
+    stop = masked.find("\n", colon)
+    rest = masked[colon : stop if stop >= 0 else len(masked)]
+    return line, bool(rest.strip()) and rest.strip() != "\\"

@@ -1,0 +1,182 @@
+"""Partial parsing: the classes no need asks for are read by header and parsed on demand, with
+the same facts, line and column numbers as a whole-file parse."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+
+import pytest
+
+from contractfix import analysis, cache
+from contractfix.analysis import analyze_source, complete, needs
+from contractfix.analysis.outline import Unplaceable, outline
+from contractfix.cache import FactsCache
+from contractfix.index import ClassRef, Index
+
+MODEL = textwrap.dedent('''\
+    """A model; a docstring showing code at column 0:
+    class Phantom(nn.Module):
+        intermediate_tensors = 1
+    """
+    import torch
+    from vllm.sequence import IntermediateTensors
+    from vllm.model_executor.models.llama import LlamaModel
+
+    if TYPE_CHECKING:
+        from .other import Other
+
+    WEIGHTS = {
+    "a": 1}
+
+
+    class Helper(nn.Module):  # no contract words: left for later
+        def __init__(self, config):
+            super().__init__()
+            self.proj = Linear(config.x,
+    config.y)
+
+        def project(self, x):
+            return self.proj(x)
+
+
+    class Builder(
+        Base[Info]
+    ): ...
+
+
+    @dataclass
+    class Sub(LlamaModel):
+        pass
+
+
+    class Model(nn.Module):
+        def __init__(self, config):
+            super().__init__()
+            self.helper = Helper(config)
+            self.make_empty_intermediate_tensors = make_empty_intermediate_tensors_factory(
+                ["hidden_states"], config.hidden_size)
+
+        def forward(self, input_ids, intermediate_tensors: IntermediateTensors | None = None):
+            x = "é" + intermediate_tensors["hidden_states"]
+            return IntermediateTensors({"hidden_states": x})
+    ''')
+
+
+def _whole(source: bytes) -> str:
+    """The facts of a whole-file parse (the fallback path), for comparison."""
+    facts = analyze_source(source, "m.py", "pkg.m")
+    for name in list(facts.pending):
+        complete(facts, name)
+    return repr(facts)
+
+
+def test_only_needed_classes_are_parsed_and_the_rest_completes_identically(monkeypatch) -> None:
+    source = MODEL.encode()
+    facts = analyze_source(source, "m.py", "pkg.m")
+    assert list(facts.classes) == ["Helper", "Builder", "Sub", "Model"]
+    assert set(facts.pending) == {"Helper", "Builder"}  # Sub: a base from a models package; Model: the contract
+    assert facts.classes["Helper"].bases == ["nn.Module"] and not facts.classes["Helper"].method_names
+    assert facts.imports["Other"] == [("pkg.other", "Other")]
+    assert "Phantom" not in facts.classes
+    partial = _whole(source)
+
+    def no_outline(text: str):
+        raise Unplaceable("forced")
+
+    monkeypatch.setattr(analysis.module, "outline", no_outline)
+    whole = analyze_source(source, "m.py", "pkg.m")
+    assert not whole.pending
+    assert partial == repr(whole)
+
+
+def test_columns_and_lines_are_the_files_own() -> None:
+    facts = analyze_source(MODEL.encode(), "m.py", "pkg.m")
+    tree = ast.parse(MODEL)
+    model = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Model")
+    forward = facts.classes["Model"].methods["forward"]
+    assert (facts.classes["Model"].line, forward.line) == (model.lineno, model.body[1].lineno)
+    read = forward.reads[0]
+    assert read.line == model.body[1].body[0].lineno
+
+
+def test_a_class_reference_completes_a_pending_class() -> None:
+    facts = analyze_source(MODEL.encode(), "m.py", "pkg.m")
+    stub = facts.classes["Helper"]
+    ref = ClassRef(facts, stub)
+    assert "Helper" not in facts.pending
+    assert ref.cls is stub and stub.init_calls == ("super",) and "proj" in stub.submodules
+
+
+def test_index_resolves_into_pending_classes(tmp_path) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "m.py").write_text(MODEL)
+    index = Index([tmp_path])
+    [ref] = index.lookup("pkg.m", "Model")
+    [helper] = index.resolve(ref.module, "Helper")
+    assert helper.cls.method_names == {"__init__", "project"}
+
+
+@pytest.mark.parametrize("text", [
+    "x = '''\nunterminated\n",
+    "a = 1\r\nclass A:\r  pass\n",
+    "a = 1\n\fclass A:\n  pass\n",
+    "x = (1,\n",
+])
+def test_what_the_outline_cannot_place_is_refused(text: str) -> None:
+    with pytest.raises(Unplaceable):
+        outline(text)
+
+
+def test_outline_skips_continuations_strings_and_brackets() -> None:
+    text = textwrap.dedent('''\
+        from a \\
+        import b
+        x = [
+        class_ for class_ in y]
+        s = """
+        class Fake:
+        """
+        try:
+            import c
+        except ImportError:
+            c = None
+        @deco(
+        1)
+        class A(B,
+        C):
+            pass
+        class D: pass
+        ''')
+    kinds = [(s.kind, s.start, s.head, s.colon, s.inline) for s in outline(text)]
+    assert kinds == [
+        ("import", 1, 0, 0, False), ("other", 3, 0, 0, False), ("other", 5, 0, 0, False), ("compound", 8, 0, 0, False),
+        ("class", 12, 14, 15, False), ("class", 17, 17, 17, True),
+    ]
+
+
+def test_a_syntax_error_in_a_needed_class_is_still_reported() -> None:
+    broken = MODEL.replace("def forward(self, input_ids,", "def forward(self input_ids,")
+    with pytest.raises(SyntaxError):
+        analyze_source(broken.encode(), "m.py", "pkg.m")
+
+
+def test_a_declared_need_is_parsed_and_changes_the_cache_key(monkeypatch, tmp_path) -> None:
+    before = FactsCache(tmp_path).key(MODEL.encode(), "pkg.m")
+    monkeypatch.setattr(needs, "NEEDS", list(needs.NEEDS))
+    needs.declare(needs.Need("projections", markers=("self.proj",)))
+    assert FactsCache(tmp_path).key(MODEL.encode(), "pkg.m") != before
+    facts = analyze_source(MODEL.encode(), "m.py", "pkg.m")
+    assert set(facts.pending) == {"Builder"} and facts.classes["Helper"].method_names == {"__init__", "project"}
+
+
+def test_pending_classes_survive_the_cache(tmp_path) -> None:
+    store = FactsCache(tmp_path)
+    facts = analyze_source(MODEL.encode(), "m.py", "pkg.m")
+    store.put("ab" * 32, facts)
+    back = store.get("ab" * 32, "m.py")
+    assert back.pending == facts.pending and back.source == b""
+    back.source = MODEL.encode()
+    assert complete(back, "Helper").method_names == {"__init__", "project"}
+    assert cache.FINGERPRINT
