@@ -89,7 +89,9 @@ def _keep(rows: list[str], spans: list[tuple[int, int]], stubs: tuple[Statement,
 
 
 def _partial(facts: ModuleFacts, lines: list[str]) -> None:
-    """Imports, `if` / `try` blocks and needed classes parsed; other classes only by header."""
+    """Imports, `if` / `try` blocks and needed classes parsed; other classes only by header,
+    except those with a base imported from a needed package or defined in this module (a
+    subclass inherits what its base's facts say)."""
     rows = _rows(facts.source)
     statements = outline("\n".join(rows))
     markers = needs.markers()
@@ -110,7 +112,7 @@ def _partial(facts: ModuleFacts, lines: list[str]) -> None:
     packages = needs.base_packages()
     based = [
         (stub.start, stub.end) for name, stub in _pending_stubs(facts, stubs)
-        if any(_imported_from(facts, base, packages) for base in facts.classes[name].bases)
+        if any(_imported_from(facts, base, packages) or base in facts.classes for base in facts.classes[name].bases)
     ]
     if based:
         tree = ast.parse(_keep(rows, based), filename=facts.path)
