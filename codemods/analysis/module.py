@@ -35,7 +35,7 @@ def analyze_source(source: bytes, path: str, module: str) -> ModuleFacts:
         suppressions=_suppressions(text),
         source=source,
     )
-    lines = text.splitlines()
+    lines = re.split(r"\r\n|\r|\n", text)  # the lines ast numbers (not str.splitlines: form feeds)
     try:
         _partial(facts, lines)
     except (Unplaceable, SyntaxError, ValueError):
@@ -61,7 +61,7 @@ def complete(module: ModuleFacts, name: str) -> ClassFacts:
         tree = ast.parse(module.source, filename=module.path)
         node = [n for n in _module_statements(tree.body) if isinstance(n, ast.ClassDef) and n.name == name][-1]
     _char_columns(tree, module.source)
-    lines = module.source.decode("utf-8", errors="replace").splitlines()
+    lines = re.split(r"\r\n|\r|\n", module.source.decode("utf-8", errors="replace"))
     entry = module.classes[name]
     entry.__dict__.update(ClassAnalyzer(node, lines).run().__dict__)
     return entry
