@@ -12,10 +12,11 @@ from pathlib import Path
 
 from ..registry import RegistryEntry, find_registry, load_registry, root_of
 from ..vllm_names import MODELS_PACKAGE, MULTIMODAL_TABLE, SPECULATIVE_TABLE, TRANSFORMERS_TABLES
+from .drafters import DRAFTERS, Drafter
 from .errors import UsageError
 
 NOT_SMOKED = {
-    SPECULATIVE_TABLE: "a draft model: vLLM runs drafters with pipeline_parallel_size=1",
+    SPECULATIVE_TABLE: f"a draft model with no known target config (the drafter check builds {', '.join(DRAFTERS)})",
     **{table: "served by the Transformers backend, not by a vLLM model file" for table in TRANSFORMERS_TABLES},
     MULTIMODAL_TABLE: "a multimodal model: the smoke builds text-only tiny models",
 }
@@ -27,7 +28,8 @@ class Target:
 
     `path` is the changed file loaded in place of `module` (None: the installed module runs);
     `overrides` are all changed files of the same tree, as (module, file), loaded together;
-    `skip` says why the class cannot be smoked (empty: it can).
+    `skip` says why the class cannot be smoked (empty: it can); `draft`: how to build it, for a
+    draft head (smoked as the last PP rank builds it, not as a pipeline).
     """
 
     arch: str
@@ -38,6 +40,7 @@ class Target:
     aliases: tuple[str, ...] = ()
     skip: str = ""
     notes: tuple[str, ...] = ()
+    draft: Drafter | None = None
 
 
 def select_targets(paths: list[Path], arch: str | None = None, installed: Path | None = None) -> list[Target]:
@@ -113,6 +116,7 @@ def _targets(entries: list[RegistryEntry], overrides: tuple, notes: tuple) -> li
         group.sort(key=lambda e: (e.table in NOT_SMOKED, e.arch != cls, e.line))
         main = group[0]
         aliases = tuple(sorted(e.arch for e in group[1:]))
-        skip = NOT_SMOKED.get(main.table, "")
-        targets.append(Target(main.arch, module, cls, changed.get(module), overrides, aliases, skip, notes))
+        draft = DRAFTERS.get(main.arch) if main.table == SPECULATIVE_TABLE else None
+        skip = "" if draft else NOT_SMOKED.get(main.table, "")
+        targets.append(Target(main.arch, module, cls, changed.get(module), overrides, aliases, skip, notes, draft))
     return targets

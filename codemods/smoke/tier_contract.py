@@ -17,6 +17,8 @@ from .tiers import Machine
 TIER = "contract"
 PP_CHECKS = ("factory-keys", "keys-read", "chain-equals-pp1", "weights-load")
 ENTRY_CHECKS = (("build", 1), ("entry-without-intermediate-tensors", 1))
+DRAFT_CHECKS = ("drafter-last-rank",)
+"""A draft head is built whole on the last rank, not split: its checks replace the pipeline's."""
 BASE_TIMEOUT_S = 120.0
 PER_TARGET_S = 90.0
 
@@ -32,7 +34,9 @@ class UserConfig:
         return arch in self.values.get("architectures", ())
 
 
-def expected_checks(pp_sizes: tuple[int, ...]) -> list[tuple[str, int]]:
+def expected_checks(pp_sizes: tuple[int, ...], draft: bool = False) -> list[tuple[str, int]]:
+    if draft:
+        return [("build", 1), *((check, size) for size in pp_sizes for check in DRAFT_CHECKS)]
     return [*ENTRY_CHECKS, *((check, size) for size in pp_sizes for check in PP_CHECKS)]
 
 
@@ -66,6 +70,7 @@ def _target_json(target: Target, config: UserConfig | None) -> dict:
         "config": given.values if given else None,
         "config_source": given.source if given else None,
         "notes": target_notes(target),
+        "draft": target.draft.to_json() if target.draft else None,
     }
 
 
@@ -85,11 +90,11 @@ def run_contract(targets: list[Target], machine: Machine, *, pp_sizes: tuple[int
     result = run_harness(machine.python, "contract", plan(runnable, machine.contract_device, pp_sizes, config),
                          timeout=limit)
     records.extend(result.records)
-    records.extend(missing(runnable, result.records, expected_checks(pp_sizes), result.problem, machine))
+    records.extend(missing(runnable, result.records, pp_sizes, result.problem, machine))
     return records
 
 
-def missing(targets: list[Target], seen: list[CheckRecord], expected: list[tuple[str, int]], problem: str,
+def missing(targets: list[Target], seen: list[CheckRecord], pp_sizes: tuple[int, ...], problem: str,
             machine: Machine) -> list[CheckRecord]:
     """A failure for each expected check the harness did not report. A target whose `build`
     did not pass has no other checks (the harness says why in that record)."""
@@ -99,6 +104,7 @@ def missing(targets: list[Target], seen: list[CheckRecord], expected: list[tuple
     for target in targets:
         path = str(target.path) if target.path else None
         build = have.get((target.arch, path, "build", 1))
+        expected = expected_checks(pp_sizes, draft=target.draft is not None)
         wanted = expected if build is None or build.status is Status.PASS else []
         for check, pp in wanted:
             if (target.arch, path, check, pp) not in have:

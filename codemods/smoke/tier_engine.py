@@ -20,13 +20,17 @@ from .tiers import Machine
 TIER = "engine"
 OVERRIDES_ENV = "CONTRACTFIX_SMOKE_OVERRIDES"
 TIMEOUT_S = 600.0
+DRAFT_SKIP = "a draft head: the engine tier serves target models (the contract tier's drafter-last-rank covers it)"
 
 
 def run_engine(targets: list[Target], machine: Machine, *, pp: int = 2, timeout: float | None = None,
                config: UserConfig | None = None) -> list[CheckRecord]:
     records = select_skips(targets, TIER)
     for target in (t for t in targets if not t.skip):
-        records.extend(_smoke(target, machine, pp, timeout or TIMEOUT_S, config))
+        if target.draft:
+            records.extend(skipped([target], DRAFT_SKIP, pp))
+        else:
+            records.extend(_smoke(target, machine, pp, timeout or TIMEOUT_S, config))
     return records
 
 

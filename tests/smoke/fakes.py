@@ -25,10 +25,11 @@ REGISTRY = textwrap.dedent(
     }
     _SPECULATIVE_DECODING_MODELS = {
         "TinyEagle": ("tiny_eagle", "TinyEagle"),
+        "ErnieMTPModel": ("tiny_mtp", "TinyMTP"),
     }
     """
 )
-MODELS = ("tiny_llama", "step_lite", "tiny_vision", "tiny_eagle", "utils")
+MODELS = ("tiny_llama", "step_lite", "tiny_vision", "tiny_eagle", "tiny_mtp", "utils")
 
 
 def vllm_tree(root: Path) -> Path:

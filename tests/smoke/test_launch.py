@@ -61,6 +61,28 @@ def test_records_are_read_and_unreported_checks_fail(tmp_path: Path, models: Pat
     assert unreported.status is Status.FAIL and unreported.reason == "the harness did not report this check"
 
 
+def test_a_draft_head_goes_to_the_harness_with_its_target_and_expects_the_drafter_checks(
+        tmp_path: Path, models: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (target,) = select_targets([models / "tiny_mtp.py"])
+    copy = tmp_path / "plan.json"
+    monkeypatch.setenv("FAKE_PLAN_COPY", str(copy))
+    python = fake_python(tmp_path, {"records": [record(target.arch, "build", "pass", 1, str(target.path))]})
+    records = run_contract([target], _machine(python), pp_sizes=(2, 3))
+    (unit,) = json.loads(copy.read_text())["units"]
+    assert unit["targets"][0]["draft"] == {"target": "Ernie4_5_MoeForCausalLM", "method": "mtp",
+                                           "config": {"num_nextn_predict_layers": 1}}
+    assert [(r.check, r.pp, r.status) for r in records] == [
+        ("build", 1, Status.PASS), ("drafter-last-rank", 2, Status.FAIL), ("drafter-last-rank", 3, Status.FAIL)]
+    assert expected_checks((2, 3), draft=True) == [("build", 1), ("drafter-last-rank", 2), ("drafter-last-rank", 3)]
+
+
+def test_the_engine_tier_skips_a_draft_head_without_starting_anything(tmp_path: Path, models: Path) -> None:
+    (target,) = select_targets([models / "tiny_mtp.py"])
+    (skip,) = run_engine([target], _machine(tmp_path / "no-such-python"))
+    assert (skip.check, skip.status, skip.pp) == ("tokens-equal-pp1", Status.SKIP, 2)
+    assert "a draft head" in skip.reason and "drafter-last-rank" in skip.reason
+
+
 def test_a_build_that_did_not_pass_expects_nothing_else(tmp_path: Path, models: Path) -> None:
     (target,) = select_targets([models / "step_lite.py"])
     python = fake_python(tmp_path, {"records": [record(target.arch, "build", "skip", 1, str(target.path),

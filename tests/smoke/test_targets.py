@@ -35,7 +35,15 @@ def test_a_file_maps_to_its_classes_once_each(models: Path) -> None:
 def test_tables_that_cannot_be_smoked_keep_their_reason(models: Path) -> None:
     vision, eagle = select_targets([models / "tiny_vision.py", models / "tiny_eagle.py"])
     assert vision.arch == "TinyVisionForConditionalGeneration" and "multimodal" in vision.skip
-    assert eagle.arch == "TinyEagle" and "pipeline_parallel_size=1" in eagle.skip
+    assert eagle.arch == "TinyEagle" and "a draft model with no known target config" in eagle.skip
+    assert eagle.draft is None
+
+
+def test_a_known_draft_head_is_smoked_from_its_target_config(models: Path) -> None:
+    (mtp,) = select_targets([models / "tiny_mtp.py"])
+    assert (mtp.arch, mtp.cls, mtp.skip) == ("ErnieMTPModel", "TinyMTP", "")
+    assert mtp.draft.to_json() == {"target": "Ernie4_5_MoeForCausalLM", "method": "mtp",
+                                   "config": {"num_nextn_predict_layers": 1}}
 
 
 def test_a_file_without_architectures_is_skipped_but_still_loaded_with_its_tree(models: Path) -> None:

@@ -11,8 +11,16 @@ import git
 
 BOT = git.Actor("smoke test", "smoke@example.invalid")
 MODELS = {"llama": "LlamaForCausalLM", "step3_text": "Step3TextForCausalLM"}
+DRAFTERS = {"ernie_mtp": "ErnieMTPModel"}
+"""Draft heads: smoked as the last PP rank builds them, not as pipelines (their own cases)."""
 FACTORY_KEYS = '["hidden_states", "residual"], config.hidden_size'
 ENTRY_PARAM = "intermediate_tensors: IntermediateTensors | None = None,"
+EMBED = (
+    "        self.embed_tokens = VocabParallelEmbedding(\n"
+    "            config.vocab_size,\n"
+    "            config.hidden_size,\n"
+    "        )\n"
+)
 WEIGHT_GUARD = (
     "                        if is_pp_missing_parameter(name, self):\n"
     "                            continue\n"
@@ -40,6 +48,28 @@ def no_weight_guard(text: str, cls: str) -> str:
     return _once(text, WEIGHT_GUARD, WEIGHT_GUARD.split("\n", 2)[2])
 
 
+def embed_by_rank(text: str, cls: str) -> str:
+    """PP010's shape: the drafter builds its embedding on the first rank only (an identity elsewhere),
+    though vLLM builds drafters on the last rank."""
+    text = _once(text, "from vllm.config import VllmConfig\n",
+                 "from vllm.config import VllmConfig\nfrom vllm.distributed import get_pp_group\n")
+    text = _once(text, "from .utils import AutoWeightsLoader, WeightsMapper, maybe_prefix",
+                 "from .utils import AutoWeightsLoader, PPMissingLayer, WeightsMapper, maybe_prefix")
+    return _once(text, EMBED, "        if get_pp_group().is_first_rank:\n"
+                 + "".join(f"    {line}\n" for line in EMBED.splitlines())
+                 + "        else:\n            self.embed_tokens = PPMissingLayer()\n")
+
+
+def first_rank_embed(text: str, cls: str) -> str:
+    """PP010's other shape (#46994's): the predictor embeds the token ids on the first rank only, so
+    on the last rank, where vLLM builds it, its layer gets no embeddings."""
+    text = _once(text, "from vllm.config import VllmConfig\n",
+                 "from vllm.config import VllmConfig\nfrom vllm.distributed import get_pp_group\n")
+    return _once(text, "        if inputs_embeds is None:\n            inputs_embeds = self.embed_tokens(input_ids)\n",
+                 "        if inputs_embeds is None and get_pp_group().is_first_rank:\n"
+                 "            inputs_embeds = self.embed_tokens(input_ids)\n")
+
+
 def unchanged(text: str, cls: str) -> str:
     return text
 
@@ -53,6 +83,8 @@ def _once(text: str, old: str, new: str, first: bool = False) -> str:
 MUTATIONS = {"no-residual": no_residual, "no-default": no_default, "extra-key": extra_key,
              "no-weight-guard": no_weight_guard}
 ONLY = {"no-weight-guard": ("step3_text",)}
+DRAFT_MUTATIONS = {"embed-by-rank": embed_by_rank, "first-rank-embed": first_rank_embed}
+"""Mutations of a draft head (DRAFTERS): report-only bugs (PP010), so no fixed copies."""
 """Mutations that apply to some models only (the text they change is theirs)."""
 
 
@@ -65,7 +97,7 @@ class Copy:
 
     @property
     def arch(self) -> str:
-        return MODELS[self.model]
+        return {**MODELS, **DRAFTERS}[self.model]
 
 
 def make_copy(installed: Path, root: Path, model: str, mutation: str) -> Copy:
@@ -77,7 +109,8 @@ def make_copy(installed: Path, root: Path, model: str, mutation: str) -> Copy:
         shutil.copyfile(installed.parent / package / "__init__.py", root / package / "__init__.py")
     path = models / f"{model}.py"
     original = path.read_text()
-    path.write_text({**MUTATIONS, "unchanged": unchanged}[mutation](original, MODELS[model]))
+    mutations = {**MUTATIONS, **DRAFT_MUTATIONS, "unchanged": unchanged}
+    path.write_text(mutations[mutation](original, {**MODELS, **DRAFTERS}[model]))
     commit(path, f"{model}: {mutation}")
     return Copy(model, mutation, path, original)
 

@@ -6,7 +6,8 @@ Per target: `build` (the changed class builds as a tiny PP=1 model) and
 `keys-read` (zeroing any received key changes that rank's output) and `chain-equals-pp1`
 (rank 0 -> ... -> rank N-1 gives the PP=1 output) and `weights-load` (every rank's
 `load_weights` takes the PP=1 model's weights under their full-model names, as every rank reads
-the whole checkpoint: a loader that looks up another rank's layer fails with KeyError). Receiving follows vLLM's V2 runner: every
+the whole checkpoint: a loader that looks up another rank's layer fails with KeyError). Draft heads
+get their own checks (smoke_drafter). Receiving follows vLLM's V2 runner: every
 allocated key is filled from what was sent (gpu/model_runner.py:2030-2036).
 """
 
@@ -33,7 +34,10 @@ PP_CHECKS = ("factory-keys", "keys-read", "chain-equals-pp1", "weights-load")
 
 
 def run(plan: dict) -> None:
-    """Run every unit of the plan; each unit installs its module overrides for its targets only."""
+    """Run every unit of the plan; each unit installs its module overrides for its targets only.
+    A draft head is not a pipeline: smoke_drafter runs it."""
+    import smoke_drafter
+
     smoke_stage.patch_runtime(plan["device"])
     with tempfile.TemporaryDirectory(prefix="contractfix-smoke-configs-") as work:
         for number, unit in enumerate(plan["units"]):
@@ -42,7 +46,8 @@ def run(plan: dict) -> None:
                 for target in unit["targets"]:
                     emit = Emitter(plan["results"], arch=target["arch"], tier="contract",
                                    path=target["path"], device=plan["device"])
-                    run_target(target, plan, emit, os.path.join(work, f"{number}-{target['arch']}"))
+                    runner = smoke_drafter.run_target if target.get("draft") else run_target
+                    runner(target, plan, emit, os.path.join(work, f"{number}-{target['arch']}"))
                     gc.collect()
             finally:
                 smoke_override.uninstall(finder)
@@ -52,7 +57,7 @@ def run_target(target: dict, plan: dict, emit: Emitter, config_dir: str) -> None
     device, sizes = plan["device"], plan["pp_sizes"]
     start = time.monotonic()
     try:
-        cls = _register(target)
+        cls = register(target)
         layers, notes = _write_config(target, max(sizes), device, config_dir)
         notes = [*target["notes"], *notes]
     except smoke_config.NoConfigClass as exc:
@@ -79,7 +84,7 @@ def run_target(target: dict, plan: dict, emit: Emitter, config_dir: str) -> None
         _pp_checks(config_dir, device, size, reference, emit, target["path"], full)
 
 
-def _register(target: dict):
+def register(target: dict):
     """Import the target's module (through the overrides) and make its class the architecture."""
     from vllm import ModelRegistry
 
@@ -123,7 +128,7 @@ def _blame(target: dict, config_dir: str, device: str, error: str) -> tuple[str,
         return "skip", "cannot smoke this architecture here: its tiny model does not build"
     from vllm import ModelRegistry
 
-    installed = _installed_class(target)
+    installed = installed_class(target)
     if installed is None:
         return "fail", "the changed module's model does not build"
     ModelRegistry.register_model(target["arch"], installed)
@@ -134,7 +139,7 @@ def _blame(target: dict, config_dir: str, device: str, error: str) -> tuple[str,
     return "fail", "the changed module's model does not build, the installed module's does"
 
 
-def _installed_class(target: dict):
+def installed_class(target: dict):
     """The class from the installed module, loaded aside (sys.modules keeps the changed one)."""
     import importlib.machinery
     import importlib.util
@@ -152,7 +157,7 @@ def _installed_class(target: dict):
 
 def _entry_check(full, emit: Emitter, device: str, source: str | None):
     """Call the PP=1 model without `intermediate_tensors`; returns its output, the PP reference."""
-    ids, positions = _inputs(full, device)
+    ids, positions = inputs(full, device)
     start = time.monotonic()
     try:
         out = full.forward(ids, positions)
@@ -167,7 +172,7 @@ def _entry_check(full, emit: Emitter, device: str, source: str | None):
         return None
 
 
-def _inputs(stage, device: str):
+def inputs(stage, device: str):
     import torch
 
     vocab = stage.cfg.model_config.get_vocab_size()
@@ -201,7 +206,7 @@ def run_pipeline(config_dir: str, device: str, size: int, source: str | None) ->
         for rank in range(size):
             step = f"build rank {rank} of {size}"
             run.stages.append(smoke_stage.build(config_dir, device, rank, size))
-        ids, positions = _inputs(run.stages[0], device)
+        ids, positions = inputs(run.stages[0], device)
         sent = None
         for rank, stage in enumerate(run.stages):
             received = None
@@ -297,7 +302,7 @@ def _keys_read(run: Pipeline, emit: Emitter, device: str, source: str | None) ->
     from vllm.sequence import IntermediateTensors
 
     start = time.monotonic()
-    ids, positions = _inputs(run.stages[0], device)
+    ids, positions = inputs(run.stages[0], device)
     unread, changes = [], []
     try:
         for rank, received in run.received.items():
@@ -306,7 +311,7 @@ def _keys_read(run: Pipeline, emit: Emitter, device: str, source: str | None) ->
                     {k: torch.zeros_like(v) if k == key else v for k, v in received.tensors.items()}
                 )
                 out = run.stages[rank].forward(ids, positions, intermediate_tensors=zeroed)
-                change = _max_diff(out, run.outputs[rank])
+                change = max_diff(out, run.outputs[rank])
                 changes.append(f"rank {rank} '{key}': {change:.2e}")
                 if change <= READ_TOL:
                     unread.append(f"rank {rank}: {key}")
@@ -331,17 +336,17 @@ def _chain(run: Pipeline, reference, emit: Emitter) -> None:
         emit("chain-equals-pp1", "skip", pp=run.size, keys=keys, duration_s=run.duration_s,
              reason="no PP=1 reference: the PP=1 model's forward failed")
     else:
-        diff = _max_diff(last, reference)
+        diff = max_diff(last, reference)
         same = torch.allclose(last.float(), reference.float(), atol=ATOL, rtol=RTOL)
         emit("chain-equals-pp1", "pass" if same else "fail", pp=run.size, keys=keys, duration_s=run.duration_s,
              reason=f"max |PP chain - PP=1| = {diff:.2e}",
              error="" if same else f"the PP={run.size} chain differs from the PP=1 output by {diff:.2e}")
 
 
-def _max_diff(a, b) -> float:
+def max_diff(a, b) -> float:
     from vllm.sequence import IntermediateTensors
 
     if isinstance(a, IntermediateTensors):
-        return max((_max_diff(v, b.tensors[k]) for k, v in a.tensors.items() if k in b.tensors), default=0.0)
+        return max((max_diff(v, b.tensors[k]) for k, v in a.tensors.items() if k in b.tensors), default=0.0)
     return (a.float() - b.float()).abs().max().item()
 

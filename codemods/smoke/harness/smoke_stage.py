@@ -123,6 +123,13 @@ class Stage:
     size: int
 
     def forward(self, ids, positions, **kwargs):
+        with self.running(ids.shape[0]):
+            return self.model(input_ids=ids, positions=positions, **kwargs)
+
+    @contextlib.contextmanager
+    def running(self, tokens: int):
+        """What a runner sets around a step of this rank: no grad, its config, a forward context
+        for `tokens` tokens, its PP rank."""
         import torch
         from vllm.config import set_current_vllm_config
         from vllm.forward_context import set_forward_context
@@ -130,18 +137,29 @@ class Stage:
         with (
             torch.no_grad(),
             set_current_vllm_config(self.cfg),
-            set_forward_context(None, self.cfg, num_tokens=ids.shape[0]),
+            set_forward_context(None, self.cfg, num_tokens=tokens),
             pp_rank(self.rank, self.size),
         ):
-            return self.model(input_ids=ids, positions=positions, **kwargs)
+            yield
 
 
 def build(config_dir: str, device: str, rank: int, size: int) -> Stage:
     from vllm.config import set_current_vllm_config
-    from vllm.engine.arg_utils import EngineArgs
     from vllm.model_executor.model_loader import get_model
 
-    cfg = EngineArgs(
+    cfg = engine_config(config_dir, device)
+    init_distributed(cfg, device)
+    with set_current_vllm_config(cfg), pp_rank(rank, size):
+        model = get_model(vllm_config=cfg)
+    model.eval()
+    return Stage(cfg, model, rank, size)
+
+
+def engine_config(config_dir: str, device: str, **extra):
+    """A fresh VllmConfig for the tiny model in `config_dir` (`extra`: more EngineArgs)."""
+    from vllm.engine.arg_utils import EngineArgs
+
+    return EngineArgs(
         model=config_dir,
         load_format="dummy",
         enforce_eager=True,
@@ -152,12 +170,8 @@ def build(config_dir: str, device: str, rank: int, size: int) -> Stage:
         dtype="float32",
         seed=0,
         compilation_config={"custom_ops": ["none"]} if device == "cpu" else {},
+        **extra,
     ).create_engine_config()
-    init_distributed(cfg, device)
-    with set_current_vllm_config(cfg), pp_rank(rank, size):
-        model = get_model(vllm_config=cfg)
-    model.eval()
-    return Stage(cfg, model, rank, size)
 
 
 def _draw_weights(model) -> None:
