@@ -72,6 +72,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=7, help="timed runs per command (median reported)")
     parser.add_argument("--cache", type=Path, default=_default_cache(), help="where wheels and sources are kept")
     parser.add_argument("--output", type=Path, help="JSON results (default: <cache>/bench/results.json)")
+    parser.add_argument("--cold-ratio", action="store_true", help="only the cold check vs ruff pairs (a minute, not an hour)")
     args = parser.parse_args()
     output = args.output or args.cache / "bench" / "results.json"
 
@@ -86,8 +87,9 @@ def main() -> None:
               f"median ratio {statistics.median(r for _, _, r in pairs):.2f}x "
               f"({statistics.median(c for c, _, _ in pairs):.3f} s vs {statistics.median(f for _, f, _ in pairs):.3f} s), "
               f"load average {os.getloadavg()[0]:.1f}", flush=True)
-        results = measure(tasks(tree), args.runs)
-        print(table(results), flush=True)
+        results = [] if args.cold_ratio else measure(tasks(tree), args.runs)
+        if results:
+            print(table(results), flush=True)
         runs[version] = {"cold_pairs": pairs, "results": [asdict(r) for r in results]}
     document = {"machine": machine, "load_average_at_end": os.getloadavg(), "runs_per_command": args.runs, "targets": TARGETS, "results": runs}
     output.parent.mkdir(parents=True, exist_ok=True)
