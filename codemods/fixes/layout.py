@@ -8,10 +8,11 @@ comments left on the lines they were written on.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TypeAlias
 
 import libcst as cst
 
-Literal = cst.List | cst.Tuple | cst.Dict
+Literal: TypeAlias = cst.List | cst.Tuple | cst.Dict
 
 
 def append(node: Literal, new: Sequence[cst.BaseElement | cst.BaseDictElement]) -> Literal:
