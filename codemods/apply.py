@@ -17,6 +17,7 @@ from pathlib import Path
 import libcst as cst
 from libcst.metadata import PositionProvider
 
+from . import roundtrip
 from .edits import Edit
 from .findings import Finding
 from .fixes import TRANSFORMERS
@@ -46,13 +47,25 @@ def rewrite(source: bytes, edits: Sequence[Edit]) -> Rewrite:
     """Apply every edit of a file in one pass over its tree: each transformer locates its nodes
     by their positions in `source`, so edits never shift one another."""
     try:
-        module = cst.parse_module(source)
+        parsed = roundtrip.parse(source)
     except cst.ParserSyntaxError as error:
         raise FixError(f"libcst cannot parse the file: {error.message}") from None
     except (SyntaxError, UnicodeError, RecursionError) as error:
         raise FixError(f"libcst cannot parse the file: {error}") from None
+    except roundtrip.LayoutError as error:
+        raise FixError(str(error)) from None
+    located = {parsed.shifted(edit): edit for edit in edits}
     try:
-        return _rewrite(source, module, edits)
+        result = _rewrite(parsed.module.bytes, parsed.module, list(located))
+        return Rewrite(
+            source,
+            parsed.restored(result.after),
+            result.spans,
+            {located[e]: s for e, s in result.edit_spans.items()},
+            {located[e]: i for e, i in result.edit_imports.items()},
+        )
+    except roundtrip.LayoutError as error:
+        raise FixError(str(error)) from None
     except RecursionError:
         raise FixError("the file is too deeply nested for libcst") from None
     except UnicodeEncodeError as error:
@@ -115,10 +128,11 @@ def verify_syntax(result: Rewrite, path: Path) -> None:
 
 
 def verify_scope(result: Rewrite) -> None:
-    """Every changed line lies in an edited span; added lines keep the file's line endings."""
+    """Every changed line lies in an edited span; a changed line ends as the lines it replaces
+    or as most lines of the file do."""
     old = result.before.splitlines(keepends=True)
     new = result.after.splitlines(keepends=True)
-    newline = b"\r\n" if result.before.count(b"\r\n") * 2 > result.before.count(b"\n") else b"\n"
+    newline = roundtrip.newline(result.before)
     matcher = difflib.SequenceMatcher(a=old, b=new, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
@@ -126,9 +140,9 @@ def verify_scope(result: Rewrite) -> None:
         only_imports = tag == "insert" and all(line.lstrip().startswith((b"from ", b"import ")) for line in new[j1:j2])
         if not (_inside(result.spans, i1, i2, old) or only_imports):
             raise FixError(f"the fix changed lines {i1 + 1}-{i2} outside the code it meant to edit")
-        for line in new[j1:j2]:
-            if line.endswith(b"\n") and not line.endswith(newline) and newline == b"\r\n":
-                raise FixError("the fix would change the file's line endings")
+        kept = {newline, b"", *(roundtrip.ending(line) for line in old[i1:i2])}
+        if any(roundtrip.ending(line) not in kept for line in new[j1:j2]):
+            raise FixError("the fix would change the file's line endings")
 
 
 def _inside(spans: Sequence[tuple[int, int]], first: int, last: int, old: Sequence[bytes | str]) -> bool:

@@ -38,7 +38,7 @@ def wanted(source_lines: list[str]) -> bool:
     return FLAG in text or PACK in text or "def forward" in text
 
 
-def aux_facts(node: ast.ClassDef) -> AuxFacts | None:
+def aux_facts(node: ast.ClassDef, lines: list[str]) -> AuxFacts | None:
     flag, flag_line = None, 0
     forward = None
     for item in node.body:
@@ -52,7 +52,9 @@ def aux_facts(node: ast.ClassDef) -> AuxFacts | None:
             forward = item
     if flag is None and forward is None:
         return None
-    called = _called(forward) if forward else set()
+    text = "\n".join(lines[forward.lineno - 1 : forward.end_lineno]) if forward else ""
+    # Only a forward whose text names a helper or `super(` can call one: the others are not walked.
+    called = _called(forward) if any(w in text for w in (PACK, COLLECT, "super(")) else set()
     first = node.body[1] if len(node.body) > 1 and _docstring(node.body[0]) else node.body[0]
     return AuxFacts(
         flag=flag,

@@ -322,7 +322,7 @@ def _outside(session: Session) -> list[tuple[Path, bytes]]:
 def analyze(paths: list[Path], options: Options, report: Report) -> Session:
     found = discover(paths, options.exclude)
     report.errors.extend(found.errors)
-    files = _once(found.files)
+    files = _once(found.files) if len(paths) > 1 else found.files  # one path reaches a file once
     report.files_scanned = len(files)
     sources: list[tuple[Path, bytes]] = []
     for path in files:

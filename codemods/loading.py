@@ -88,7 +88,7 @@ def loading_facts(node: ast.ClassDef, lines: list[str]) -> LoadingFacts | None:
         if any(s in text for s in SPLITTERS):
             facts.splits.extend(_splits(item))
         if item.name == "load_weights" or "named_parameters" in text or "params_dict" in text:
-            _Walker(facts, item.name, item, set()).run()
+            _Walker(facts, item.name, item, set(), "named_parameters" in text).run()
     return facts if facts.loaders or facts.splits else None
 
 
@@ -129,16 +129,18 @@ class _Walker:
     """Walks one function's statements, tracking whether a skip dominates the current point."""
 
     def __init__(self, facts: LoadingFacts, name: str, fn: ast.FunctionDef | ast.AsyncFunctionDef,
-                 dicts: set[str]) -> None:
+                 dicts: set[str], named: bool) -> None:
         self.facts = facts
         self.name = name
         self.fn = fn
         self.dicts = set(dicts) | {"params_dict"}
         self.loader = Loader(name, fn.lineno)
         self.closures: dict[str, str] = {}
+        self.named = named
+        """Whether the function's text names `named_parameters` (else no dict comes from it)."""
 
     def run(self) -> None:
-        for node in ast.walk(self.fn):
+        for node in ast.walk(self.fn) if self.named else ():
             if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and _is_dict_source(node.value):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 self.dicts.update(t.id for t in targets if isinstance(t, ast.Name))
@@ -156,7 +158,7 @@ class _Walker:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             inner = f"{self.name}.{stmt.name}"
             self.closures[stmt.name] = inner
-            _Walker(self.facts, inner, stmt, self.dicts).run()
+            _Walker(self.facts, inner, stmt, self.dicts, self.named).run()
             return
         if isinstance(stmt, ast.ClassDef):
             return

@@ -14,9 +14,15 @@ def wanted(source_lines: list[str]) -> bool:
     return any(WORD in line for line in source_lines)
 
 
-def first_rank_tests(node: ast.ClassDef) -> tuple[tuple[int, int], ...]:
-    """(line, column) of every `<group>.is_first_rank` read in the class's methods."""
-    return tuple(sorted(
-        (n.lineno, n.col_offset) for n in ast.walk(node)
-        if isinstance(n, ast.Attribute) and n.attr == WORD and isinstance(n.ctx, ast.Load)
-    ))
+def first_rank_tests(node: ast.ClassDef, lines: list[str]) -> tuple[tuple[int, int], ...]:
+    """(line, column) of every `<group>.is_first_rank` read in the class's methods. Only the
+    statements whose text holds the word are walked (a class is walked whole when one does)."""
+    found = []
+    for item in node.body:
+        start = min([item.lineno, *(d.lineno for d in getattr(item, "decorator_list", ()))])
+        if any(WORD in line for line in lines[start - 1 : item.end_lineno]):
+            found.extend(
+                (n.lineno, n.col_offset) for n in ast.walk(item)
+                if isinstance(n, ast.Attribute) and n.attr == WORD and isinstance(n.ctx, ast.Load)
+            )
+    return tuple(sorted(found))

@@ -4,6 +4,7 @@ goes on (the healthy model beside it is still fixed) and no byte of any file is 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -13,11 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from contractfix import apply, engine
+from contractfix import apply, engine, roundtrip
 from contractfix.config import Options
 from contractfix.discover import MAX_SOURCE_BYTES
 from contractfix.findings import Report
 from contractfix.report import text as text_report
+from tests.conftest import ROOT
 from tests.privileges import permissions_enforced
 
 MODELS = Path("vllm/model_executor/models")
@@ -426,6 +428,94 @@ def test_evidence_shows_the_reported_line_after_characters_splitlines_breaks_at(
     diff = text_report.unified_diff(report.changes)
     assert "\n-            [\"hidden_states\"], config.hidden_size\n" in diff
     assert len([line for line in diff.splitlines(keepends=True) if line.startswith(" ")]) == 6, diff
+
+
+# Layouts libcst does not print back as they are (issue 11, item 25): fixed byte for byte, or
+# refused with the real reason; never "changed lines outside the code it meant to edit".
+
+
+def form_feed_before_every_statement(text: str) -> str:
+    """A form feed at the start of every indented line that starts with a name."""
+    return re.sub(r"(?m)^(?=[ \t]+[A-Za-z])", "\f", text)
+
+
+LAYOUTS = {
+    "cr_only": lambda s: s.replace("\n", "\r"),
+    "form_feed_in_one_indentation": lambda s: s.replace("\n        self.make_empty", "\n\f        self.make_empty"),
+    "form_feed_after_spaces": lambda s: s.replace("\n        super()", "\n    \f        super()"),
+    "form_feed_before_every_statement": form_feed_before_every_statement,
+    "form_feeds_and_cr_only": lambda s: form_feed_before_every_statement(s).replace("\n", "\r"),
+}
+
+
+@pytest.mark.parametrize("layout", LAYOUTS.values(), ids=LAYOUTS.keys())
+def test_layouts_libcst_drops_are_fixed_byte_for_byte(repo: Path, layout) -> None:
+    path = put(repo, "odd.py", layout(violating("Odd")).encode())
+    report = engine.fix([repo], Options())
+    assert report.errors == []
+    assert path.read_bytes() == layout(fixed("Odd")).encode()
+    assert (repo / MODELS / "good.py").read_text() == fixed("Good")
+
+
+def test_form_feed_on_the_edited_statement_stays(repo: Path) -> None:
+    """The edit's column counts the form feed; the form feed is back in front of the fixed line."""
+    read = '\n            residual = intermediate_tensors["residual"]'
+    source = violating("Odd").replace(read, '\n\f            residual = intermediate_tensors.get("residual")')
+    path = put(repo, "odd.py", source.encode())
+    report = engine.fix([repo], Options())
+    assert report.errors == []
+    assert path.read_text() == fixed("Odd").replace(
+        read, '\n\f            residual = intermediate_tensors.tensors.get("residual")'
+    )
+
+
+@pytest.mark.parametrize("fixture", ["PP001/list_styles.py", "PP002/hard_cases.py", "PP004/wrappers.py", "PP007/keys.py"])
+def test_fixtures_are_fixed_alike_in_layouts_libcst_drops(fixture: str, tmp_path: Path) -> None:
+    """Insertions, literal layouts and signature rewrites: CR-only endings give the same fix with
+    CR endings; form feeds before statements give the same fix with every form feed kept."""
+    source = (ROOT / "tests" / "fixtures" / fixture).read_bytes()
+    options = Options(select=(fixture.split("/")[0],), unsafe_fixes=True, cache=False)
+
+    def fix(name: str, data: bytes) -> bytes:
+        path = tmp_path / name / Path(fixture).name
+        path.parent.mkdir()
+        path.write_bytes(data)
+        assert engine.fix([path], options).errors == []
+        return path.read_bytes()
+
+    plain = fix("plain", source)
+    assert plain != source
+    assert fix("cr", source.replace(b"\n", b"\r")) == plain.replace(b"\n", b"\r")
+    feeds = form_feed_before_every_statement(source.decode()).encode()
+    with_feeds = fix("feeds", feeds)
+    assert with_feeds.replace(b"\f", b"") == plain
+    assert with_feeds.count(b"\f") == feeds.count(b"\f")
+
+
+def test_layout_libcst_cannot_keep_is_refused_with_the_reason(repo: Path) -> None:
+    """libcst drops a blank line continued with a backslash: the file is left as it is."""
+    source = violating("Cont").replace("        super().__init__()\n", "        super().__init__()\n        \\\n")
+    put(repo, "continued.py", source.encode())
+    fix_and_check(repo, "continued.py", "libcst cannot print line 11 back byte for byte (a backslash continuation)")
+
+
+def test_fix_that_would_mix_line_endings_is_refused(tmp_path: Path) -> None:
+    """libcst ends new lines as the file's first line; in a file of CR lines whose first line
+    ends in LF, the inserted lines would end in LF (and swallow a CR into a CRLF)."""
+    first, rest = (ROOT / "tests/fixtures/PP004/wrappers.py").read_bytes().split(b"\n", 1)
+    path = tmp_path / "wrappers.py"
+    path.write_bytes(first + b"\n" + rest.replace(b"\n", b"\r"))
+    before = path.read_bytes()
+    report = engine.fix([path], Options(select=("PP004",), cache=False))
+    assert [e.message for e in report.errors] == ["fix not applied: the fix would change the file's line endings"]
+    assert path.read_bytes() == before
+
+
+def test_form_feed_line_rewritten_into_more_lines_is_refused() -> None:
+    parsed = roundtrip.parse(b"if x:\n    y = 1\n\f    z = 1\n")
+    assert parsed.cut == {2: b"\f"}
+    with pytest.raises(roundtrip.LayoutError, match="line 3 has a form feed in its indentation"):
+        parsed.restored(b"if x:\n    y = 1\n    z = (\n        1)\n")
 
 
 # Runaway resources: the worker pool (issue 11, items 8 and 9).

@@ -42,9 +42,9 @@ class ClassAnalyzer:
         if loading.wanted(self.lines[self.node.lineno - 1 : self.node.end_lineno]):
             self.facts.loading = loading.loading_facts(self.node, self.lines)
         if auxstates.wanted(self.lines[self.node.lineno - 1 : self.node.end_lineno]):
-            self.facts.aux = auxstates.aux_facts(self.node)
+            self.facts.aux = auxstates.aux_facts(self.node, self.lines)
         if rankuse.wanted(self.lines[self.node.lineno - 1 : self.node.end_lineno]):
-            self.facts.first_rank_tests = rankuse.first_rank_tests(self.node)
+            self.facts.first_rank_tests = rankuse.first_rank_tests(self.node, self.lines)
         return self.facts
 
     def mentions(self, fn: Function) -> bool:

@@ -39,7 +39,7 @@ def analyze_source(source: bytes, path: str, module: str) -> ModuleFacts:
         suppressions=_suppressions(text),
         source=source,
     )
-    lines = text.splitlines()
+    lines = re.split(r"\r\n|\r|\n", text)  # the lines ast numbers (not str.splitlines: form feeds)
     try:
         _partial(facts, lines)
     except (Unplaceable, SyntaxError, ValueError):
@@ -65,7 +65,7 @@ def complete(module: ModuleFacts, name: str) -> ClassFacts:
         tree = ast.parse(module.source, filename=module.path)
         node = [n for n in _module_statements(tree.body) if isinstance(n, ast.ClassDef) and n.name == name][-1]
     _char_columns(tree, module.source)
-    lines = module.source.decode("utf-8", errors="replace").splitlines()
+    lines = re.split(r"\r\n|\r|\n", module.source.decode("utf-8", errors="replace"))
     entry = module.classes[name]
     entry.__dict__.update(ClassAnalyzer(node, lines).run().__dict__)
     return entry
@@ -93,7 +93,9 @@ def _keep(rows: list[str], spans: list[tuple[int, int]], stubs: tuple[Statement,
 
 
 def _partial(facts: ModuleFacts, lines: list[str]) -> None:
-    """Imports, `if` / `try` blocks and needed classes parsed; other classes only by header."""
+    """Imports, `if` / `try` blocks and needed classes parsed; other classes only by header,
+    except those with a base imported from a needed package or defined in this module (a
+    subclass inherits what its base's facts say)."""
     rows = _rows(facts.source)
     statements = outline("\n".join(rows))
     markers = needs.markers()
@@ -114,7 +116,7 @@ def _partial(facts: ModuleFacts, lines: list[str]) -> None:
     packages = needs.base_packages()
     based = [
         (stub.start, stub.end) for name, stub in _pending_stubs(facts, stubs)
-        if any(_imported_from(facts, base, packages) for base in facts.classes[name].bases)
+        if any(_imported_from(facts, base, packages) or base in facts.classes for base in facts.classes[name].bases)
     ]
     if based:
         tree = ast.parse(_keep(rows, based), filename=facts.path)

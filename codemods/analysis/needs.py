@@ -35,8 +35,10 @@ NEEDS: list[Need] = [
     Need("models: subclasses of a models package's class are checked (engine._subjects)", base_packages=("models",)),
     Need("weight loaders and layer splits (PP008)", markers=loading.MARKERS),
     Need("first-rank tests (PP010)", markers=(rankuse.WORD,)),
-    Need("aux hidden states: PP011 reads every forward's (auxstates.wanted)",
-         markers=(auxstates.FLAG, auxstates.PACK, "def forward")),
+    Need("aux hidden states: a class that sets or packs them; one that inherits the flag "
+         "subclasses a models package's class or a class of its own module (both parsed, see "
+         "`module._partial`), since a class whose bases are neither cannot reach a setter",
+         markers=(auxstates.FLAG, auxstates.PACK)),
 ]
 
 
