@@ -321,7 +321,7 @@ def _check_unchanged(path: Path, before: bytes) -> None:
 def edits_of(findings: list[Finding]) -> dict[Path, list[Edit]]:
     by_path: dict[Path, list[Edit]] = {}
     for finding in findings:
-        for edit in finding.fix.edits:
+        for edit in finding.fix.edits if finding.fix else ():
             if edit not in by_path.setdefault(edit.path, []):
                 by_path[edit.path].append(edit)
     return by_path

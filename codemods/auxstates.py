@@ -54,7 +54,7 @@ def aux_facts(node: ast.ClassDef, lines: list[str]) -> AuxFacts | None:
         return None
     text = "\n".join(lines[forward.lineno - 1 : forward.end_lineno]) if forward else ""
     # Only a forward whose text names a helper or `super(` can call one: the others are not walked.
-    called = _called(forward) if any(w in text for w in (PACK, COLLECT, "super(")) else set()
+    called = _called(forward) if forward and any(w in text for w in (PACK, COLLECT, "super(")) else set()
     first = node.body[1] if len(node.body) > 1 and _docstring(node.body[0]) else node.body[0]
     return AuxFacts(
         flag=flag,

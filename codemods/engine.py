@@ -155,7 +155,7 @@ def _rewrite_all(session: Session, done: dict, fixable: list[Finding], report: R
             continue
         if result.after != result.before:
             rewrites[path] = result
-    by_path = {path: [f for f in fixable if any(e.path == path for e in f.fix.edits)] for path in rewrites}
+    by_path = {path: [f for f in fixable if f.fix and any(e.path == path for e in f.fix.edits)] for path in rewrites}
     return rewrites, by_path
 
 
@@ -437,10 +437,13 @@ def _analyze_all(sources: list[tuple[Path, bytes]], index: Index, jobs: int) -> 
         results[position] = result
         if not isinstance(result, str):
             index.cache.put(key, result)
-    for result, (_, data) in zip(results, sources, strict=True):
-        if isinstance(result, ModuleFacts):
-            result.source = data
-    return results
+    analyzed: list[ModuleFacts | str] = []
+    for facts, (_, data) in zip(results, sources, strict=True):
+        assert facts is not None, "every file missing from the cache was parsed"
+        if isinstance(facts, ModuleFacts):
+            facts.source = data
+        analyzed.append(facts)
+    return analyzed
 
 
 def pool_size(jobs: int, work: int) -> int:

@@ -75,6 +75,13 @@ def open_repo(path: Path) -> git.Repo:
     return repo
 
 
+def work_tree(repo: git.Repo) -> Path:
+    """The root of the repository's working tree."""
+    if repo.working_tree_dir is None:
+        raise GitError(f"{repo.git_dir} is a bare repository; run in a clone with a working tree")
+    return Path(repo.working_tree_dir)
+
+
 def resolve(repo: git.Repo, ref: str) -> str:
     """The full sha of the commit `ref` names."""
     sha = repo.git.rev_parse("--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}", with_exceptions=False)
@@ -246,6 +253,7 @@ def remote_tip(repo: git.Repo, remote: str, name: str) -> str | None:
         out = repo.git.ls_remote("--end-of-options", remote, f"refs/heads/{name}")
     except git.GitCommandError as error:
         raise GitError(f"cannot read remote {remote!r}: {error_text(error)}") from None
+    assert isinstance(out, str)  # git's output as text: no as_process, no extended output
     return out.split()[0] if out.strip() else None
 
 
@@ -285,7 +293,7 @@ def changed_files(repo: git.Repo, base: str) -> list[Path]:
     """Python files added, copied, modified or renamed since `base`, committed or not, plus untracked ones."""
     diff = repo.git.diff("-z", "--name-only", "--no-renames", "--diff-filter=ACMR", base, "--", "*.py")
     names = diff.split("\0") + repo.git.ls_files("-z", "--others", "--exclude-standard", "--", "*.py").split("\0")
-    root = Path(repo.working_tree_dir).resolve()
+    root = work_tree(repo).resolve()
     return sorted({root / n for n in names if n and (root / n).is_file()})
 
 

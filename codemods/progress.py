@@ -8,11 +8,17 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sized
 from contextlib import contextmanager
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 T = TypeVar("T")
+
+
+class Advance(Protocol):
+    """What `task` yields: advance the task by `amount` (one by default)."""
+
+    def __call__(self, amount: int = 1) -> None: ...
 
 _display = None
 
@@ -49,7 +55,7 @@ def shown() -> Iterator[None]:
 
 
 @contextmanager
-def task(description: str, total: int | None = None) -> Iterator[Callable[[int], None]]:
+def task(description: str, total: int | None = None) -> Iterator[Advance]:
     """A stage of work (files analyzed, fixes applied, a smoke tier); yields `advance(amount=1)`.
     Without a total the stage shows as a spinner until the block ends."""
     display = _display
@@ -70,7 +76,7 @@ def task(description: str, total: int | None = None) -> Iterator[Callable[[int],
 def track(items: Iterable[T], description: str, total: int | None = None, done: int = 0) -> Iterator[T]:
     """Yield `items`, advancing a task by one per item; `done` of `total` are counted from the start.
     `total` defaults to `len(items)` when it has one."""
-    if total is None and hasattr(items, "__len__"):
+    if total is None and isinstance(items, Sized):
         total = len(items)
     with task(description, total) as advance:
         advance(done)

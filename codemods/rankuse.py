@@ -17,7 +17,7 @@ def wanted(source_lines: list[str]) -> bool:
 def first_rank_tests(node: ast.ClassDef, lines: list[str]) -> tuple[tuple[int, int], ...]:
     """(line, column) of every `<group>.is_first_rank` read in the class's methods. Only the
     statements whose text holds the word are walked (a class is walked whole when one does)."""
-    found = []
+    found: list[tuple[int, int]] = []
     for item in node.body:
         start = min([item.lineno, *(d.lineno for d in getattr(item, "decorator_list", ()))])
         if any(WORD in line for line in lines[start - 1 : item.end_lineno]):

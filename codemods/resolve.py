@@ -41,7 +41,7 @@ class Allocation:
         factories = all(p.kind == "factory" and p.keys is not None for _, p in self.sites)
         if len(self.sites) > 1 and factories and exclusive(self.guards):
             return [
-                Branch(owner, p, guard, Side([Located(owner.module.path, KeyUse(k, p.list_line or p.line, guard)) for k in p.keys]), True)
+                Branch(owner, p, guard, Side([Located(owner.module.path, KeyUse(k, p.list_line or p.line, guard)) for k in p.keys or ()]), True)
                 for (owner, p), guard in zip(self.sites, self.guards, strict=True)
             ]
         (owner, producer), guard = self.sites[0], self.guards[0]
@@ -99,7 +99,8 @@ class Resolver:
     def _produced(self, ref: ClassRef, node: ClassRef, producer: Producer, trail: tuple) -> Allocation:
         """What one producer allocates; `sites` are where its keys are written down."""
         path = node.module.path
-        site, unguarded = [(node, producer)], [()]
+        site: list[tuple[ClassRef, Producer]] = [(node, producer)]
+        unguarded: list[Guard] = [()]
         if producer.kind == "factory":
             if producer.keys is None:
                 return Allocation(Side(unknown=["the factory's keys are not a literal list"]), site, guards=unguarded)
@@ -108,10 +109,9 @@ class Resolver:
         if producer.kind == "delegate":
             return self._delegated(ref, node, producer.target, trail)
         if producer.kind == "method":
-            found = (node, node.cls.methods.get(producer.method))
-            if producer.method not in node.cls.methods:
-                found = self.index.find_method(node, producer.method)
-            if not found or found[1] is None:
+            own = node.cls.methods.get(producer.method)
+            found = Method(node, own) if own is not None else self.index.find_method(node, producer.method)
+            if found is None:
                 return Allocation(Side(unknown=[f"method {producer.method} not found"]), site, guards=unguarded)
             owner, fn = found
             result = Allocation(Side([Located(owner.module.path, u) for u in fn.allocs]), site, guards=unguarded)
@@ -139,13 +139,10 @@ class Resolver:
         """The classes of `self.a.b` (chain ("self", "a", "b")) or of a local `x` in `__init__`."""
         if not chain:
             return [ref]
-        if chain[0] == "self":
-            current, rest = [ref], chain[1:]
-        else:
-            current, rest = self._local(ref, chain[0]), chain[1:]
-            if isinstance(current, str):
-                return current
-        for attr in rest:
+        current = [ref] if chain[0] == "self" else self._local(ref, chain[0])
+        if isinstance(current, str):
+            return current
+        for attr in chain[1:]:
             step = self._attribute(current[0], attr) if current else "unresolved"
             if isinstance(step, str):
                 return step

@@ -31,7 +31,7 @@ def apply_suppressions(
         if cls is not None:
             lines.append(cls.line)
         hit = next((n for n in lines if module and finding.rule in module.suppressions.get(n, ())), None)
-        if hit is None:
+        if hit is None or module is None:
             kept.append(finding)
         else:
             used.add((module.path, hit, finding.rule))

@@ -186,7 +186,7 @@ def _sweep(request: SweepRequest, result: SweepResult) -> None:
     _check_owner(repo, base, local, request, f"branch {request.branch!r}")
     who = gitops.identity(repo, request.author)
     with sweeptree.worktree(repo, base) as tree:
-        top = Path(tree.working_tree_dir)
+        top = gitops.work_tree(tree)
         if request.dry_run:
             _plan(repo, tree, top, base, local, request, result)
             return
@@ -203,7 +203,7 @@ def _sweep(request: SweepRequest, result: SweepResult) -> None:
         result.commits = [c.sha for c in gitops.commits_between(tree, base, result.commit)]
         if request.smoke:
             result.smoke = run_smoke([top / f for f in result.files], tier=request.smoke, base=base)
-        _describe(repo, tree, request, result)
+        _describe(repo, tree, request, result, result.commit)
         if result.commit != local:
             gitops.set_branch(repo, request.branch, result.commit, local)
         result.status = "unchanged" if kept else "updated" if local or remote else "created"
@@ -217,7 +217,7 @@ def _sweep(request: SweepRequest, result: SweepResult) -> None:
             result.pushed = True
     if request.open_pr:
         assert result.pr_body is not None
-        result.pr = gh.open_pr(Path(repo.working_tree_dir), _pull_request(repo, request, result.fixed, result.pr_body))
+        result.pr = gh.open_pr(gitops.work_tree(repo), _pull_request(repo, request, result.fixed, result.pr_body))
 
 
 def _pull_request(repo: git.Repo, request: SweepRequest, fixed: list[Finding], body: Path) -> gh.PullRequest:
@@ -281,10 +281,10 @@ def _record(result: SweepResult, built: _Built, top: Path) -> None:
     result.files = sorted({_path(c.path, top).as_posix() for c in built.report.changes})
 
 
-def _describe(repo: git.Repo, tree: git.Repo, request: SweepRequest, result: SweepResult) -> None:
+def _describe(repo: git.Repo, tree: git.Repo, request: SweepRequest, result: SweepResult, commit: str) -> None:
     """The diff stat and the PR body (written to --pr-body, or to the git dir for --open-pr), before
     the branch moves, so that a body that cannot be written changes nothing."""
-    result.diffstat = gitops.diff(tree, result.base, result.commit, "--stat")
+    result.diffstat = gitops.diff(tree, result.base, commit, "--stat")
     smoke = prbody.Smoke(result.smoke.ok, result.smoke.summary()) if result.smoke else None
     result.pr_text = prbody.render(result.fixed, result.unfixed, result.base, fix_args(request.overrides), smoke)
     result.pr_body = request.pr_body
@@ -351,7 +351,7 @@ def _build(tree: git.Repo, top: Path, base: str, options: config.Options, per: s
 def _commit(tree: git.Repo, built: _Built, report: Report, parent: str, who: gitops.Identity) -> None:
     if not report.changes:
         return
-    top = Path(tree.working_tree_dir)
+    top = gitops.work_tree(tree)
     fixed = [_relative(f, top) for f in report.fixed]
     left = [_relative(f, top) for f in report.remaining]
     message = commit_message.message(fixed, left)

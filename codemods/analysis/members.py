@@ -4,10 +4,20 @@ submodules (`self.model = LlamaModel(...)`), with the configuration guard of eac
 from __future__ import annotations
 
 import ast
+from typing import TypedDict
 
 from ..facts import ClassFacts, Guard, Producer, Submodule
 from .syntax import ATTR, DYNAMIC_BUILDERS, FACTORY, Function, blocks, condition, const_str, dotted
 from .traffic import FunctionAnalyzer, params_of, takes_three
+
+
+class _Where(TypedDict):
+    """Where a producer is assigned: the keyword arguments every `Producer` built here shares."""
+
+    line: int
+    column: int
+    guard: Guard
+    scope: str
 
 
 class MemberWalker:
@@ -36,46 +46,45 @@ class MemberWalker:
                 for block in blocks(stmt):
                     self.walk(block, guard)
             elif isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
-                self._assign(stmt, guard)
+                self._assign(stmt, stmt.value, guard)
 
-    def _assign(self, stmt: ast.Assign | ast.AnnAssign, guard: Guard) -> None:
+    def _assign(self, stmt: ast.Assign | ast.AnnAssign, value: ast.expr, guard: Guard) -> None:
         targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
         for target in targets:
             if isinstance(target, ast.Name):
-                sub = _submodule(target.id, stmt.value, stmt.lineno)
+                sub = _submodule(target.id, value, stmt.lineno)
                 if sub:
                     self.facts.locals_.setdefault(target.id, []).append(sub)
                 continue
             if not (isinstance(target, ast.Attribute) and dotted(target.value) == ("self",)):
                 continue
             if target.attr == ATTR:
-                self.facts.producers.append(self._producer(stmt, guard))
+                self.facts.producers.append(self._producer(stmt, value, guard))
             elif target.attr.startswith("make_empty") and target.attr != ATTR:
                 self.facts.misspelled_producer.append(
                     Producer("unknown", stmt.lineno, stmt.col_offset, attr=target.attr)
                 )
             else:
-                sub = _submodule(target.attr, stmt.value, stmt.lineno)
+                sub = _submodule(target.attr, value, stmt.lineno)
                 if sub is None and isinstance(stmt, ast.AnnAssign):
                     sub = _annotated(target.attr, stmt.annotation, stmt.lineno)
-                if sub is None and isinstance(stmt.value, ast.Name):
-                    for local in self.facts.locals_.get(stmt.value.id, []):
+                if sub is None and isinstance(value, ast.Name):
+                    for local in self.facts.locals_.get(value.id, []):
                         sub = Submodule(target.attr, local.ctor, stmt.lineno, local.dynamic)
                 if sub:
                     self.facts.submodules.setdefault(target.attr, []).append(sub)
 
-    def _producer(self, stmt: ast.Assign | ast.AnnAssign, guard: Guard) -> Producer:
-        value = stmt.value
-        where = dict(line=stmt.lineno, column=stmt.col_offset, guard=guard, scope=self.fn.name)
+    def _producer(self, stmt: ast.Assign | ast.AnnAssign, value: ast.expr, guard: Guard) -> Producer:
+        where: _Where = dict(line=stmt.lineno, column=stmt.col_offset, guard=guard, scope=self.fn.name)
         if isinstance(value, ast.Call) and (dotted(value.func) or ("",))[-1] == FACTORY:
             keys_node = value.args[0] if value.args else next(
                 (k.value for k in value.keywords if k.arg in ("keys", "tensor_names")), None
             )
             keys = None
-            if isinstance(keys_node, (ast.List, ast.Tuple)) and all(
-                isinstance(e, ast.Constant) and isinstance(e.value, str) for e in keys_node.elts
-            ):
-                keys = tuple(e.value for e in keys_node.elts)
+            if isinstance(keys_node, (ast.List, ast.Tuple)):
+                strs = [s for s in map(const_str, keys_node.elts) if s is not None]
+                if len(strs) == len(keys_node.elts):
+                    keys = tuple(strs)
             return Producer(
                 "factory",
                 keys=keys,

@@ -13,11 +13,15 @@ import bisect
 import io
 import re
 import tokenize
+from typing import TypeGuard
 
 from ..facts import ClassFacts, ModuleFacts
 from . import needs
 from .classes import ClassAnalyzer
 from .outline import Statement, Unplaceable, outline
+
+Positioned = ast.expr | ast.stmt | ast.arg | ast.keyword | ast.alias | ast.excepthandler | ast.pattern
+"""The nodes with a position (3.12's `type_param` too, which the 3.10 stubs lack)."""
 
 SUPPRESSION = re.compile(r"#\s*contractfix:\s*ignore\[([A-Za-z0-9,\s]+)\]")
 
@@ -153,6 +157,10 @@ def _imported_from(facts: ModuleFacts, base: str, packages: frozenset[str]) -> b
     return any(packages.intersection(source.split(".")) for source, _ in facts.imports.get(head, ()))
 
 
+def _located(node: ast.AST) -> TypeGuard[Positioned]:
+    return getattr(node, "lineno", None) is not None
+
+
 def _char_columns(tree: ast.AST, source: bytes) -> None:
     """ast counts columns in UTF-8 bytes; libcst, editors and SARIF count characters. Convert,
     on the lines where the two differ."""
@@ -169,8 +177,8 @@ def _char_columns(tree: ast.AST, source: bytes) -> None:
     stack: list[ast.AST] = [tree]
     while stack:
         node = stack.pop()
-        first = getattr(node, "lineno", None)
-        if first is not None:
+        if _located(node):
+            first = node.lineno
             at = bisect.bisect_left(wide, first)
             if at == len(wide) or wide[at] > (node.end_lineno or first):
                 continue  # no wide line in this subtree

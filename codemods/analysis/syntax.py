@@ -60,7 +60,7 @@ def always_exits(body: list[ast.stmt]) -> bool:
     return bool(body) and isinstance(body[-1], (ast.Return, ast.Raise))
 
 
-def blocks(stmt: ast.stmt) -> list[list[ast.stmt]]:
+def blocks(stmt: ast.For | ast.AsyncFor | ast.While | ast.With | ast.AsyncWith | ast.Try) -> list[list[ast.stmt]]:
     """The statement lists nested in a compound statement (`for`, `while`, `with`, `try`)."""
     if isinstance(stmt, ast.Try):
         return [stmt.body, stmt.orelse, stmt.finalbody, *[h.body for h in stmt.handlers]]

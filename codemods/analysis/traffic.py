@@ -4,6 +4,7 @@ configuration guard, the calls that hand `intermediate_tensors` on, and unsuppor
 from __future__ import annotations
 
 import ast
+from typing import TypeGuard
 
 from ..facts import Access, Call, FunctionFacts, Guard, KeyUse, Param
 from .altered import Flow
@@ -122,7 +123,7 @@ class FunctionAnalyzer:
                 elif self._is_delegated_alloc(value):
                     self.it_vars[target.id] = []
             elif isinstance(target, ast.Subscript) and isinstance(target.value, (ast.Name, ast.Attribute)):
-                owner = target.value
+                owner: ast.expr = target.value
                 if isinstance(owner, ast.Attribute) and owner.attr == "tensors":
                     owner = owner.value
                 if isinstance(owner, ast.Name):
@@ -150,8 +151,14 @@ class FunctionAnalyzer:
             chain = self._callee(value.func)
             if chain:
                 self.facts.calls.append(Call(chain, value.lineno, guard, returned=True))
-        elif not self.producer and (self._relay(value) or isinstance(value, ast.Name) and value.id in self.relays):
-            chain, line = (self._relay(value), value.lineno) if isinstance(value, ast.Call) else self.relays[value.id]
+        elif not self.producer:
+            relay = self._relay(value)
+            if relay:
+                chain, line = relay, value.lineno
+            elif isinstance(value, ast.Name) and value.id in self.relays:
+                chain, line = self.relays[value.id]
+            else:
+                return
             self.facts.calls.append(Call(chain, line, guard, returned=True, relay=True))
 
     def _relay(self, value: ast.expr) -> tuple[str, ...] | None:
@@ -312,6 +319,6 @@ def _spread_pattern(value: ast.expr) -> str | None:
     return None
 
 
-def _is_it_ctor(node: ast.expr) -> bool:
+def _is_it_ctor(node: ast.expr) -> TypeGuard[ast.Call]:
     return isinstance(node, ast.Call) and (dotted(node.func) or ("",))[-1] == IT_CLASS
 

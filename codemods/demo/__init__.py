@@ -30,6 +30,7 @@ def run() -> str:
         checked = engine.check([tree], Options())
         repo = gitops.init_repo(tree, DEMO_IDENTITY, "Example vLLM-style models")
         result = sweep.sweep(sweep.SweepRequest(repo=tree))
+        assert result.commit is not None, "the example has safe fixes: the sweep commits"
         return "\n".join(
             [
                 f"== contractfix check {tree}",

@@ -92,7 +92,7 @@ class InsertAfter(EditTransformer[S]):
     def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef) -> cst.FunctionDef:
         if original.name.value != self.method or not self.classes:
             return updated
-        if isinstance(original.body, cst.SimpleStatementSuite):
+        if not isinstance(original.body, cst.IndentedBlock):
             return self._unfold(original, updated)
         body = list(updated.body.body)
         inserts = []

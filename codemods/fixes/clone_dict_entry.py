@@ -14,10 +14,10 @@ class CloneDictEntry(LiteralTransformer[edits.CloneDictEntry]):
 
     def leave_Dict(self, original: cst.Dict, updated: cst.Dict) -> cst.BaseExpression:
         edit = self.literal_edit(original)
-        if edit is None:
+        template = updated.elements[0] if updated.elements else None
+        if edit is None or not isinstance(template, cst.DictElement):
             return updated
         self.touch(original, edit)
-        template = updated.elements[0]
         quote = template.key.quote if isinstance(template.key, cst.SimpleString) else '"'
         new = [
             template.with_changes(key=cst.SimpleString(f"{quote}{key}{quote}"), value=template.value.deep_clone())

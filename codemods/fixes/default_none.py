@@ -42,7 +42,7 @@ class DefaultNone(EditTransformer[edits.DefaultNone]):
         )
 
     def _optional(self, annotation: cst.BaseExpression, edit: edits.DefaultNone) -> cst.BaseExpression:
-        if isinstance(annotation, cst.SimpleString):
+        if isinstance(annotation, cst.SimpleString) and isinstance(annotation.evaluated_value, str):
             inner = annotation.evaluated_value
             q = annotation.quote
             wrapped = f"{inner} | None" if edit.style == "pipe" else f"Optional[{inner}]"

@@ -7,12 +7,15 @@ comments left on the lines they were written on.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TypeAlias
+
 import libcst as cst
 
-Literal = cst.List | cst.Tuple | cst.Dict
+Literal: TypeAlias = cst.List | cst.Tuple | cst.Dict
 
 
-def append(node: Literal, new: list[cst.BaseElement | cst.BaseDictElement]) -> Literal:
+def append(node: Literal, new: Sequence[cst.BaseElement | cst.BaseDictElement]) -> Literal:
     elements = list(node.elements)
     last = elements[-1]
     opener = _opener(node)
@@ -76,7 +79,7 @@ def _line_break(template: cst.ParenthesizedWhitespace, first_line=None) -> cst.P
     )
 
 
-def _multiline(last, new: list, opener: cst.ParenthesizedWhitespace) -> list:
+def _multiline(last, new: Sequence, opener: cst.ParenthesizedWhitespace) -> list:
     between = cst.Comma(whitespace_after=_line_break(opener))
     closing = last.comma
     if isinstance(closing, cst.Comma) and isinstance(closing.whitespace_after, cst.ParenthesizedWhitespace):

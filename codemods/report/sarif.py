@@ -91,7 +91,8 @@ def help_uri(rule: Rule) -> str:
 
 
 def _result(f: Finding, order: dict[str, int], level: str, changes: list, root: Path) -> dict:
-    result = {
+    properties: dict[str, object] = {"class": f.cls, "keys": list(f.keys)}
+    result: dict[str, object] = {
         "ruleId": f.rule,
         "ruleIndex": order[f.rule],
         "level": level,
@@ -117,11 +118,11 @@ def _result(f: Finding, order: dict[str, int], level: str, changes: list, root: 
             for i, e in enumerate(f.evidence)
         ],
         "partialFingerprints": {"contractfix/v1": _fingerprint(f, root)},
-        "properties": {"class": f.cls, "keys": list(f.keys)},
+        "properties": properties,
     }
     if f.fix:
-        result["properties"]["fix"] = {"applicability": f.fix.applicability.value, "description": f.fix.description}
-    if changes:
+        properties["fix"] = {"applicability": f.fix.applicability.value, "description": f.fix.description}
+    if f.fix and changes:
         result["fixes"] = [
             {
                 "description": {"text": f"{f.fix.description} ({f.fix.applicability.value} fix)"},
@@ -136,7 +137,7 @@ def _result(f: Finding, order: dict[str, int], level: str, changes: list, root: 
 
 def replacement(r: Replacement) -> dict:
     region = {"startLine": r.start[0], "startColumn": r.start[1], "endLine": r.end[0], "endColumn": r.end[1]}
-    out = {"deletedRegion": region}
+    out: dict[str, object] = {"deletedRegion": region}
     if r.text:
         out["insertedContent"] = {"text": r.text}
     return out

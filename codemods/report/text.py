@@ -79,7 +79,7 @@ def unified_diff(changes: list[FileChange]) -> str:
     def text(data: bytes) -> list[str]:
         return split_lines(data.decode("utf-8", "replace").replace("\r\n", "\n"), keepends=True)
 
-    out = []
+    out: list[str] = []
     for change in changes:
         name = relative(change.path)
         out.extend(difflib.unified_diff(text(change.before), text(change.after), f"a/{name}", f"b/{name}"))

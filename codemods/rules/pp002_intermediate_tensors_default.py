@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from ..edits import DefaultNone
-from ..facts import FunctionFacts, ModuleFacts
+from ..facts import FunctionFacts, ModuleFacts, Param
 from ..findings import Applicability, Evidence, Finding, Fix
 from ..index import ClassRef
 from ..vllm_names import PARAM
@@ -73,7 +73,7 @@ def check(ctx: Context) -> list[Finding]:
         if (owner.module.path, fn.line) in seen:
             continue
         seen.add((owner.module.path, fn.line))
-        findings.append(_finding(ctx, ref, owner, fn))
+        findings.append(_finding(ctx, ref, owner, fn, param))
     return findings
 
 
@@ -85,8 +85,7 @@ def _candidates(ctx: Context) -> list[ClassRef]:
     return registered
 
 
-def _finding(ctx: Context, entry: ClassRef, owner: ClassRef, fn: FunctionFacts) -> Finding:
-    param = fn.param(PARAM)
+def _finding(ctx: Context, entry: ClassRef, owner: ClassRef, fn: FunctionFacts, param: Param) -> Finding:
     why_entry = (
         f"entry forward of registered {entry.cls.name}" if ctx.registry_found else
         f"{entry.cls.name} declares SupportsPP (no registry found)"
@@ -95,7 +94,7 @@ def _finding(ctx: Context, entry: ClassRef, owner: ClassRef, fn: FunctionFacts) 
         why_entry = f"forward of registered draft head {entry.cls.name}"
     elif ctx.pp002_scope == "all" and entry not in ctx.entries:
         why_entry = "model forward (--pp002-scope all)"
-    fix, why_not = _plan(ctx, owner, fn)
+    fix, why_not = _plan(ctx, owner, fn, param)
     message = f"`intermediate_tensors` has no `= None` default in {owner.cls.name}.forward ({why_entry})"
     if why_not:
         message += f"; not auto-fixable: {why_not}"
@@ -107,8 +106,7 @@ def _finding(ctx: Context, entry: ClassRef, owner: ClassRef, fn: FunctionFacts) 
     )
 
 
-def _plan(ctx: Context, owner: ClassRef, fn: FunctionFacts) -> tuple[Fix | None, str]:
-    param = fn.param(PARAM)
+def _plan(ctx: Context, owner: ClassRef, fn: FunctionFacts, param: Param) -> tuple[Fix | None, str]:
     to_default = [param.name]
     if param.kind in POSITIONAL:
         index = fn.params.index(param)

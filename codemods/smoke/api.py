@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from .errors import SetupError, UsageError
@@ -20,7 +21,7 @@ ENGINE_PP = 2
 
 
 def run_smoke(
-    paths: list[Path | str],
+    paths: Sequence[Path | str],
     *,
     tier: Tier | str | None = None,
     arch: str | None = None,

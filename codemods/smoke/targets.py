@@ -62,7 +62,7 @@ def select_targets(paths: list[Path], arch: str | None = None, installed: Path |
     targets: list[Target] = []
     seen: set[tuple] = set()
     for place in mapped:
-        if place.skip:
+        if place.skip or place.registry is None:  # no registry: skip says why
             targets.append(Target("", place.module, "", place.path, skip=place.skip))
             continue
         overrides = tuple(overrides_by_root.get(place.root, [(place.module, str(place.path))]))

@@ -87,6 +87,7 @@ def run_contract(targets: list[Target], machine: Machine, *, pp_sizes: tuple[int
     if not runnable:
         return records
     limit = timeout or BASE_TIMEOUT_S + PER_TARGET_S * len(runnable)
+    assert machine.python is not None, "plan_tiers runs this tier only with a Python with vLLM"
     result = run_harness(machine.python, "contract", plan(runnable, machine.contract_device, pp_sizes, config),
                          timeout=limit)
     records.extend(result.records)

@@ -45,6 +45,7 @@ def skipped(targets: list[Target], reason: str, pp: int = 2) -> list[CheckRecord
 
 def _smoke(target: Target, machine: Machine, pp: int, timeout: float, config: UserConfig | None) -> list[CheckRecord]:
     device = machine.engine_device
+    assert machine.python is not None and device is not None, "plan_tiers runs this tier only where it can"
     path = str(target.path) if target.path else None
     given = config if config and config.covers(target.arch) else None
     records, tokens = [], {}

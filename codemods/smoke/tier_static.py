@@ -62,9 +62,11 @@ def _base_version(path: Path, base: str) -> bytes | None:
     """The file's content at revision `base` of its git repository (None: not tracked there)."""
     import git
 
+    from ..gitops import work_tree
+
     try:
         repo = git.Repo(path.parent, search_parent_directories=True)
-        blob = repo.commit(base).tree / path.relative_to(Path(repo.working_tree_dir).resolve()).as_posix()
+        blob = repo.commit(base).tree / path.relative_to(work_tree(repo).resolve()).as_posix()
     except (git.InvalidGitRepositoryError, git.NoSuchPathError, git.BadName, KeyError, ValueError):
         return None
     return blob.data_stream.read()

@@ -91,7 +91,7 @@ class NoVllmPython(RuntimeError):
 def plan_tiers(requested: Tier | None, machine: Machine) -> TierPlan:
     if requested is None:
         top = max(t for t in Tier if blocker(t, machine) is None)
-        higher = {t: blocker(t, machine) for t in Tier if t > top}
+        higher = {t: why for t in Tier if t > top and (why := blocker(t, machine)) is not None}
         return TierPlan(tuple(t for t in Tier if t <= top), not_run=higher)
     if requested > Tier.STATIC and machine.python is None:
         raise NoVllmPython(f"tier {requested.label}: {machine.why_no_python}")
