@@ -67,7 +67,9 @@ def wanted(source_lines: list[str]) -> bool:
     return TENSORS_CLASS in text or "None" in text or "make_layers" in text or "ModuleList" in text
 
 
-def value_facts(node: ast.ClassDef) -> ValueFacts | None:
+def value_facts(node: ast.ClassDef, lines: list[str]) -> ValueFacts | None:
+    """`lines` are the module's source lines (index 0 is line 1): each method is walked only for
+    what its text can hold."""
     sends: list[NoneSend] = []
     none_returns: tuple[tuple[int, int], ...] = ()
     ctors: list[tuple[str, str, int]] = []
@@ -75,21 +77,22 @@ def value_facts(node: ast.ClassDef) -> ValueFacts | None:
     for item in node.body:
         if not isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
-        ctors.extend(_layer_ctors(item))
-        line = _returns_none(item)
-        if line:
-            none_methods.append((item.name, line))
-        if item.name == "forward":
+        text = "\n".join(lines[item.lineno - 1 : item.end_lineno])
+        returns = [line.split("#")[0].strip() for line in lines[item.lineno - 1 : item.end_lineno]
+                   if line.lstrip().startswith("return")]
+        if any(builder in text for builder in (*LAYER_BUILDERS, "ModuleList")):
+            ctors.extend(_layer_ctors(item))
+        if any(r in ("return", "return None") for r in returns):
+            line = _returns_none(item)
+            if line:
+                none_methods.append((item.name, line))
+        if item.name == "forward" and any("None" in r or r.endswith("(") for r in returns):
             none_returns = _none_returns(item)
-        if item.name != "make_empty_intermediate_tensors" and _mentions_tensors(item):
+        if item.name != "make_empty_intermediate_tensors" and TENSORS_CLASS in text:
             sends.extend(_Flow(item).run())
     if not (sends or none_returns or ctors or none_methods):
         return None
     return ValueFacts(tuple(sends), none_returns, tuple(ctors), tuple(none_methods))
-
-
-def _mentions_tensors(fn: ast.AST) -> bool:
-    return any(isinstance(n, ast.Name) and n.id == TENSORS_CLASS for n in ast.walk(fn))
 
 
 State = dict[str, frozenset[Origin]]

@@ -46,7 +46,7 @@ class ClassAnalyzer:
         if rankuse.wanted(self.lines[self.node.lineno - 1 : self.node.end_lineno]):
             self.facts.first_rank_tests = rankuse.first_rank_tests(self.node)
         if nonevalues.wanted(self.lines[self.node.lineno - 1 : self.node.end_lineno]):
-            self.facts.values = nonevalues.value_facts(self.node)
+            self.facts.values = nonevalues.value_facts(self.node, self.lines)
         return self.facts
 
     def mentions(self, fn: Function) -> bool:
