@@ -97,12 +97,13 @@ RULE = Rule(
         "buffers (`self.intermediate_tensors[k][:n].copy_(v[:n])`, V2 `received.tensors[k][:n]`): "
         "`TypeError: 'NoneType' object is not subscriptable` at the first real step of rank 1. The None "
         "comes from a literal, from a local bound to None on the first rank that no layer rebinds, from "
-        "a parameter that defaults to None, or from a decoder layer that returns None at the position "
-        "the model unpacks (`return hidden_states, None` then `{\"residual\": residual}`: gemma4, "
-        "#39669, fixed in #40786 by sending `hidden_states` alone and `per_layer_inputs` only when it "
-        "is set). Report only: dropping the key means changing the sender, the factory and the reader "
+        "a parameter that defaults to None, from a method of the model that can return None, or from a "
+        "decoder layer that returns None at the position the model unpacks (`return hidden_states, "
+        "None` then `{\"residual\": residual}`: gemma4's `residual` and `per_layer_inputs`, #39669, "
+        "fixed in #40786 by sending `hidden_states` alone and `per_layer_inputs` only when it is set). "
+        "Report only: dropping the key means changing the sender, the factory and the reader "
         "together, and sending a tensor instead means knowing what the next rank does with it; both "
-        "are modelling decisions."
+        "are modelling decisions. A factory that returns None (`lambda: None`) is PP004's."
     ),
     before=BEFORE,
     after=AFTER,
