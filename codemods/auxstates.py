@@ -13,6 +13,8 @@ from dataclasses import dataclass
 FLAG = "supports_aux_hidden_states_over_pp"
 PACK = "pack_local_aux_hidden_states"
 COLLECT = "collect_remote_aux_hidden_states"
+AUX_LAYERS = "aux_hidden_state_layers"
+MAYBE_ADD = "_maybe_add_hidden_state"
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,10 @@ class AuxFacts:
     delegates: bool
     body_line: int
     body_column: int
+    relative_indices: tuple[tuple[int, int, str], ...] = ()
+    """(line, column, index name) of each `enumerate(islice(self.layers, start, end))` (or of
+    `self.layers[start:end]`) without `start=` in forward whose index is compared with absolute
+    layer ids (`in self.aux_hidden_state_layers`, `_maybe_add_hidden_state(aux, idx + 1, ...)`)."""
 
 
 def wanted(source_lines: list[str]) -> bool:
@@ -66,7 +72,69 @@ def aux_facts(node: ast.ClassDef, lines: list[str]) -> AuxFacts | None:
         delegates="super.forward" in called,
         body_line=_start(first),
         body_column=first.col_offset,
+        relative_indices=tuple(_relative_indices(forward)) if forward else (),
     )
+
+
+def _relative_indices(fn: ast.AST) -> list[tuple[int, int, str]]:
+    found = []
+    for loop in ast.walk(fn):
+        if not (isinstance(loop, (ast.For, ast.AsyncFor)) and isinstance(loop.target, ast.Tuple) and loop.target.elts):
+            continue
+        index, call = loop.target.elts[0], loop.iter
+        if not (isinstance(index, ast.Name) and isinstance(call, ast.Call) and _name(call.func) == "enumerate"):
+            continue
+        if len(call.args) != 1 or call.keywords or not _stage_slice(call.args[0]):
+            continue
+        if any(_compares_absolute(node, index.id) for stmt in _until_rebound(loop.body, index.id)
+               for node in ast.walk(stmt)):
+            found.append((call.lineno, call.col_offset, index.id))
+    return found
+
+
+def _stage_slice(node: ast.expr) -> bool:
+    """`islice(self.x, start, end)` or `self.x[start:end]`: this rank's layers, from `start`."""
+    if isinstance(node, ast.Call) and _name(node.func) == "islice":
+        return len(node.args) >= 3 and _on_self(node.args[0])
+    return (isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice) and node.slice.lower is not None
+            and _on_self(node.value))
+
+
+def _until_rebound(body: list[ast.stmt], name: str) -> list[ast.stmt]:
+    """The loop's statements up to the first that rebinds the index (`idx = idx + self.start_layer`)."""
+    kept = []
+    for stmt in body:
+        targets = [t for n in ast.walk(stmt) if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+                   for t in (n.targets if isinstance(n, ast.Assign) else [n.target])]
+        if any(isinstance(t, ast.Name) and t.id == name for target in targets for t in ast.walk(target)):
+            break
+        kept.append(stmt)
+    return kept
+
+
+def _compares_absolute(node: ast.AST, index: str) -> bool:
+    if isinstance(node, ast.Compare) and any(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops):
+        return _is_index(node.left, index) and any(AUX_LAYERS in ast.unparse(c) for c in node.comparators)
+    if isinstance(node, ast.Call) and _name(node.func) == MAYBE_ADD:
+        return any(_is_index(arg, index) for arg in node.args)
+    return False
+
+
+def _is_index(node: ast.expr, index: str) -> bool:
+    """`idx`, or `idx` plus or minus a constant."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+        left, right = node.left, node.right
+        return (_is_index(left, index) and isinstance(right, ast.Constant)) or (
+            isinstance(node.op, ast.Add) and isinstance(left, ast.Constant) and _is_index(right, index))
+    return isinstance(node, ast.Name) and node.id == index
+
+
+def _on_self(node: ast.expr) -> bool:
+    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
+
+
+def _name(func: ast.expr) -> str:
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
 
 
 def _start(stmt: ast.stmt) -> int:

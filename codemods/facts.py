@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from .auxstates import AuxFacts
 from .loading import LoadingFacts
+from .nonevalues import ValueFacts
 from .vllm_names import PRODUCER
 
 Guard = tuple[tuple[str, bool], ...]
@@ -162,6 +163,8 @@ class ClassFacts:
     """Its aux-hidden-states-over-PP flag and forward (PP011); None when it has neither."""
     first_rank_tests: tuple[tuple[int, int], ...] = ()
     """(line, column) of each `is_first_rank` read (PP010)."""
+    values: ValueFacts | None = None
+    """Sent values that may be None, None returned by its forward, layer lists it builds (PP012)."""
 
 
 @dataclass

@@ -48,7 +48,7 @@ def test_check_json_document(in_dir: Path) -> None:
     assert finding["path"] == "step3.py" and finding["class"] == "StepModel"
     assert finding["keys"] == ["residual"]
     assert finding["fix"]["applicability"] == "safe"
-    assert {e["line"] for e in finding["evidence"]} == {16, 24, 26}
+    assert {e["line"] for e in finding["evidence"]} == {16, 24, 27}
     assert doc["errors"][0]["path"] == "broken.py" and "syntax error" in doc["errors"][0]["message"]
     assert doc["summary"] == {"files_scanned": 2, "findings": 1, "fixable": 1, "unsafe_fixable": 0}
 

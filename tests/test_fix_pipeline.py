@@ -34,6 +34,7 @@ class {name}Model(nn.Module):
         else:
             hidden_states = intermediate_tensors["hidden_states"]
             residual = intermediate_tensors["residual"]
+        hidden_states, residual = self.layers(positions, hidden_states, residual)
         if not get_pp_group().is_last_rank:
             return IntermediateTensors({{"hidden_states": hidden_states, "residual": residual}})
         return hidden_states

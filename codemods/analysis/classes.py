@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 
-from .. import auxstates, loading, rankuse
+from .. import auxstates, loading, nonevalues, rankuse
 from ..facts import ClassFacts, Producer
 from .members import MemberWalker
 from .syntax import ATTR, DYNAMIC_BUILDERS, IT, IT_CLASS, Function, base_name, dotted
@@ -45,6 +45,8 @@ class ClassAnalyzer:
             self.facts.aux = auxstates.aux_facts(self.node, self.lines)
         if rankuse.wanted(self.lines[self.node.lineno - 1 : self.node.end_lineno]):
             self.facts.first_rank_tests = rankuse.first_rank_tests(self.node, self.lines)
+        if nonevalues.wanted(self.lines[self.node.lineno - 1 : self.node.end_lineno]):
+            self.facts.values = nonevalues.value_facts(self.node, self.lines)
         return self.facts
 
     def mentions(self, fn: Function) -> bool:

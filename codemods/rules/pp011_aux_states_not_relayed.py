@@ -1,5 +1,6 @@
 """PP011 aux-states-not-relayed: a decoder opted in to aux hidden states over PP whose forward
-neither packs nor collects them."""
+neither packs nor collects them; a layer loop whose index is stage-relative where the aux layer ids
+are absolute (latent until the decoder opts in)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ RULE = Rule(
     code="PP011",
     name="aux-states-not-relayed",
     summary="A decoder that declares or inherits `supports_aux_hidden_states_over_pp = True` overrides "
-            "forward without packing or collecting the aux hidden states.",
+            "forward without packing or collecting the aux hidden states, or numbers its layers from 0 "
+            "where the aux layer ids are absolute.",
     rationale=(
         "From vLLM 0.31.0 (#50514) the V2 runner runs EAGLE-3 with PP>1 when the target's inner "
         "decoder says `supports_aux_hidden_states_over_pp = True`: it reserves "
@@ -28,7 +30,15 @@ RULE = Rule(
         "crashes with KeyError `aux_hidden_states_0` on rank 1 at the first step (MiMoModel until "
         "upstream set the flag to False). The minimal fix opts the subclass out, as upstream did: "
         "the runner then refuses EAGLE-3 with PP>1 for it cleanly, at start-up. Decoders of models "
-        "without SupportsPP and SupportsEagle3 are left alone: vLLM refuses that setting before."
+        "without SupportsPP and SupportsEagle3 are left alone: vLLM refuses that setting before. "
+        "Second shape: `aux_hidden_state_layers` holds absolute layer ids, so a layer loop "
+        "`enumerate(islice(self.layers, self.start_layer, self.end_layer))` without "
+        "`start=self.start_layer` whose index is compared with them (`idx in "
+        "self.aux_hidden_state_layers`, `_maybe_add_hidden_state(aux, idx + 1, ...)`) captures the "
+        "wrong layers on every rank whose share starts after layer 0. Until the decoder opts in, "
+        "vLLM refuses EAGLE-3 with PP>1 for it, so the finding says it is latent (reported from "
+        "0.31.0, where the opt-in exists); it is reported without a fix, since other uses of the "
+        "index may already add `start_layer` (gemma4's per-layer inputs)."
     ),
     before=(
         "class MiMoModel(Qwen2Model):\n"
@@ -47,9 +57,11 @@ RULE = Rule(
 
 
 DEPTH = 3
+INTERFACES = ("vllm", "model_executor", "models", "interfaces.py")
 
 
 def check(ctx: Context) -> list[Finding]:
+    machinery = _has_machinery(ctx)
     findings = []
     for path in sorted(ctx.targets):
         module = ctx.index.by_path.get(path)
@@ -57,16 +69,50 @@ def check(ctx: Context) -> list[Finding]:
             continue
         for cls in module.classes.values():
             aux = cls.aux
-            if aux is None or not aux.forward_line or aux.packs or aux.collects or aux.delegates:
+            if aux is None or not aux.forward_line:
                 continue
             ref = ClassRef(module, cls)
             setter = _flag_setter(ctx, ref)
-            if setter is None or setter.cls.aux is None or not setter.cls.aux.flag:
+            opted_in = setter is not None and setter.cls.aux is not None and bool(setter.cls.aux.flag)
+            relays = aux.packs or aux.collects or aux.delegates
+            if not ((aux.relative_indices and machinery is not False) or (opted_in and not relays)):
                 continue
             if not held_by(ctx, ref, DEPTH, PP_INTERFACE, "SupportsEagle3", entries=True):
                 continue
-            findings.append(_finding(ctx, ref, setter))
+            if opted_in and not relays:
+                assert setter is not None
+                findings.append(_finding(ctx, ref, setter))
+            if machinery is not False:
+                findings.extend(_relative_finding(ctx, ref, where, opted_in) for where in aux.relative_indices)
     return findings
+
+
+def _has_machinery(ctx: Context) -> bool | None:
+    """Whether the checked tree's interfaces know the opt-in (vLLM >= 0.31.0; before it EAGLE-3
+    with PP>1 is refused at config time); None when the tree has no such file."""
+    for root in ctx.index.roots:
+        try:
+            return FLAG in root.joinpath(*INTERFACES).read_text(errors="replace")
+        except OSError:
+            continue
+    return None
+
+
+def _relative_finding(ctx: Context, ref: ClassRef, where: tuple[int, int, str], opted_in: bool) -> Finding:
+    line, column, index = where
+    path = ref.module.path
+    effect = "EAGLE-3 with PP>1 captures the wrong layers on every rank whose start_layer > 0"
+    if not opted_in:
+        effect = (f"unreachable until {ref.cls.name} opts in to `{FLAG}` (until then vLLM refuses EAGLE-3 "
+                  f"with PP>1 for it); then {effect}")
+    message = (
+        ("" if opted_in else "latent: ")
+        + f"`{index}` counts this rank's layers from 0 (`enumerate` without `start=`) but is compared with "
+        f"absolute layer ids (`aux_hidden_state_layers`): {effect}; not auto-fixable: pass "
+        "`start=self.start_layer` and re-check every other use of the index"
+    )
+    return RULE.finding(path=path, line=line, column=column, cls=ref.cls.name, message=message,
+                        evidence=(Evidence(Path(path), line, ctx.line(path, line), "enumerate"),))
 
 
 def _flag_setter(ctx: Context, ref: ClassRef) -> ClassRef | None:

@@ -1,0 +1,92 @@
+"""PP012: which None values a non-last rank sends, and the ones it only seems to send."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from contractfix import engine
+from contractfix.config import Options
+
+HEAD = '''from itertools import islice
+
+from torch import nn
+
+from vllm.distributed import get_pp_group
+from vllm.model_executor.models.interfaces import SupportsPP
+from vllm.sequence import IntermediateTensors
+
+
+class ToyForCausalLM(nn.Module, SupportsPP):
+    pass
+
+
+'''
+
+
+def _findings(tmp_path: Path, body: str):
+    path = tmp_path / "toy.py"
+    path.write_text(HEAD + body)
+    return engine.check([path], Options(select=("PP012",), cache=False)).findings
+
+
+def test_none_replaced_under_a_data_test_is_not_reported(tmp_path: Path) -> None:
+    """DeepseekV4Model (0.31.0): a capture set when `idx + 1 in aux` and read when `end_layer in
+    aux`; the two tests agree, so the None never reaches the send."""
+    body = '''class CapturedModel(nn.Module):
+    def forward(self, input_ids, positions, intermediate_tensors=None):
+        hidden_states = input_ids
+        captured = None
+        for idx, layer in enumerate(islice(self.layers, self.start_layer, self.end_layer), start=self.start_layer):
+            hidden_states = layer(positions, hidden_states)
+            if idx + 1 in self.aux_hidden_state_layers:
+                captured = hidden_states
+        if self.end_layer in self.aux_hidden_state_layers:
+            hidden_states = captured
+        if not get_pp_group().is_last_rank:
+            return IntermediateTensors({"hidden_states": hidden_states})
+        return hidden_states
+'''
+    assert _findings(tmp_path, body) == []
+
+
+def test_none_left_by_a_rank_branch_is_reported(tmp_path: Path) -> None:
+    """GraniteModel (0.10.1.1): the first rank's residual stays None and is sent."""
+    body = '''class FirstRankModel(nn.Module):
+    def forward(self, input_ids, positions, intermediate_tensors=None):
+        if get_pp_group().is_first_rank:
+            hidden_states = input_ids
+            residual = None
+        else:
+            hidden_states = intermediate_tensors["hidden_states"]
+            residual = intermediate_tensors["residual"]
+        for layer in self.layers[self.start_layer:self.end_layer]:
+            hidden_states = layer(positions, hidden_states)
+        if not get_pp_group().is_last_rank:
+            return IntermediateTensors({"hidden_states": hidden_states, "residual": residual})
+        return hidden_states
+'''
+    assert [(f.cls, f.keys, f.fix) for f in _findings(tmp_path, body)] == [("FirstRankModel", ("residual",), None)]
+
+
+def test_layer_returning_none_elsewhere_in_its_tuple_is_not_reported(tmp_path: Path) -> None:
+    body = '''class Layer(nn.Module):
+    def forward(self, positions, hidden_states, residual):
+        return None, hidden_states
+
+
+class Model(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.start_layer, self.end_layer, self.layers = make_layers(3, lambda prefix: Layer(), prefix="layers")
+
+    def forward(self, input_ids, positions, intermediate_tensors=None):
+        hidden_states, residual = input_ids, None
+        for layer in islice(self.layers, self.start_layer, self.end_layer):
+            hidden_states, residual = layer(positions, hidden_states, residual)
+        if not get_pp_group().is_last_rank:
+            return IntermediateTensors({"residual": residual})
+        return hidden_states
+'''
+    assert _findings(tmp_path, body) == []
+    flipped = body.replace('{"residual": residual}', '{"hidden_states": hidden_states}')
+    assert [f.keys for f in _findings(tmp_path, flipped)] == [("hidden_states",)]
