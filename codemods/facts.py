@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from .auxstates import AuxFacts
 from .loading import LoadingFacts
+from .ties import TieFacts
 from .vllm_names import PRODUCER
 
 Guard = tuple[tuple[str, bool], ...]
@@ -158,6 +159,8 @@ class ClassFacts:
     """Its aux-hidden-states-over-PP flag and forward (PP011); None when it has neither."""
     first_rank_tests: tuple[tuple[int, int], ...] = ()
     """(line, column) of each `is_first_rank` read (PP010)."""
+    ties: TieFacts | None = None
+    """Its head-to-embedding ties and `PPMissingLayer` placeholders (PP009); None when it has neither."""
 
 
 @dataclass

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 
-from .. import auxstates, loading, rankuse
+from .. import auxstates, loading, rankuse, ties
 from ..facts import ClassFacts, Producer
 from .members import MemberWalker
 from .syntax import ATTR, DYNAMIC_BUILDERS, IT, IT_CLASS, Function, base_name, dotted
@@ -45,6 +45,8 @@ class ClassAnalyzer:
             self.facts.aux = auxstates.aux_facts(self.node)
         if rankuse.wanted(self.lines[self.node.lineno - 1 : self.node.end_lineno]):
             self.facts.first_rank_tests = rankuse.first_rank_tests(self.node)
+        if ties.wanted(self.lines[self.node.lineno - 1 : self.node.end_lineno]):
+            self.facts.ties = ties.tie_facts(self.node)
         return self.facts
 
     def mentions(self, fn: Function) -> bool:
