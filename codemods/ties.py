@@ -41,6 +41,10 @@ class Tie:
     line: int
     column: int
     guard: Cond
+    top: tuple[int, int] = (0, 0)
+    """Where the top-level statement of the method that holds it starts."""
+    alone: bool = False
+    """Whether that statement is the tie, or an `if` without `else` around only the tie (it can move)."""
 
 
 @dataclass(frozen=True)
@@ -53,13 +57,29 @@ class Placeholder:
 
 
 @dataclass(frozen=True)
+class Branch:
+    """A top-level `if <group>.is_first_rank:` (or `is_last_rank`) of `__init__` whose `else`
+    holds `self.<attr> = PPMissingLayer()` (on `placeholder_line`): where a fix widens the
+    condition or moves a tie."""
+
+    attr: str
+    rank: str
+    line: int
+    column: int
+    placeholder_line: int
+
+
+@dataclass(frozen=True)
 class TieFacts:
     """`built`: attributes `__init__` sets to something other than a placeholder on every rank
-    (a subclass that does so replaces its bases' placeholders)."""
+    (a subclass that does so replaces its bases' placeholders); `names`: the parameters and
+    locals of `__init__`."""
 
     ties: tuple[Tie, ...]
     placeholders: tuple[Placeholder, ...]
     built: frozenset[str] = frozenset()
+    branches: tuple[Branch, ...] = ()
+    names: frozenset[str] = frozenset()
 
 
 def wanted(source_lines: list[str]) -> bool:
@@ -71,14 +91,47 @@ def tie_facts(node: ast.ClassDef) -> TieFacts | None:
     ties: list[Tie] = []
     placeholders: list[Placeholder] = []
     built: set[str] = set()
+    branches: list[Branch] = []
+    names: set[str] = set()
     for item in node.body:
         if not isinstance(item, ast.FunctionDef):
             continue
         if item.name == "__init__":
-            _Walker(ties, placeholders, built).block(item.body, TRUE)
+            walker = _Walker(ties, placeholders, built)
+            for stmt in item.body:
+                walker.top, walker.alone = (stmt.lineno, stmt.col_offset), _alone(stmt)
+                walker.statement(stmt, TRUE)
+            branches.extend(b for b in map(_branch, item.body) if b)
+            names.update(a.arg for a in item.args.args + item.args.kwonlyargs)
+            names.update(walker.local)
         elif item.name == "compute_logits":
             _Walker(ties, None, set()).block(item.body, ("last",))
-    return TieFacts(tuple(ties), tuple(placeholders), frozenset(built)) if ties or placeholders or built else None
+    if not (ties or placeholders or built):
+        return None
+    return TieFacts(tuple(ties), tuple(placeholders), frozenset(built), tuple(branches), frozenset(names))
+
+
+def _alone(stmt: ast.stmt) -> bool:
+    if isinstance(stmt, ast.If) and not stmt.orelse and len(stmt.body) == 1:
+        stmt = stmt.body[0]
+    return isinstance(stmt, ast.Assign) and _is_tie(stmt.value)
+
+
+def _is_tie(value: ast.expr) -> bool:
+    return isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == TIE_CALL \
+        or self_path(value) is not None
+
+
+def _branch(stmt: ast.stmt) -> Branch | None:
+    if not isinstance(stmt, ast.If) or not isinstance(stmt.test, ast.Attribute):
+        return None
+    rank = {FIRST_RANK: "first", LAST_RANK: "last"}.get(stmt.test.attr)
+    for other in stmt.orelse if rank else ():
+        if isinstance(other, ast.Assign) and len(other.targets) == 1 and _placeholder(other.value):
+            path = self_path(other.targets[0])
+            if path and len(path) == 1:
+                return Branch(path[0], rank, stmt.lineno, stmt.col_offset, other.targets[0].lineno)
+    return None
 
 
 def self_path(node: ast.AST) -> tuple[str, ...] | None:
@@ -101,6 +154,8 @@ class _Walker:
         self.placeholders = placeholders
         self.built = built
         self.local: dict[str, ast.expr] = {}
+        self.top = (0, 0)
+        self.alone = False
 
     def block(self, body: list[ast.stmt], guard: Cond) -> None:
         for stmt in body:
@@ -120,8 +175,11 @@ class _Walker:
             return
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             return
-        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
-            target = stmt.targets[0]
+        target = stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else None
+        if isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+            target = stmt.target
+        if target is not None:
+            assert isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None
             if isinstance(target, ast.Name):
                 self.local[target.id] = stmt.value
             self.assign(target, stmt.value, guard)
@@ -161,7 +219,7 @@ class _Walker:
 
     def _tie(self, form: str, head: tuple[str, ...], embedding: tuple[str, ...], node: ast.AST,
              guard: Cond) -> None:
-        self.ties.append(Tie(form, head, embedding, node.lineno, node.col_offset, guard))
+        self.ties.append(Tie(form, head, embedding, node.lineno, node.col_offset, guard, self.top, self.alone))
 
     def cond(self, test: ast.expr, depth: int = 0) -> Cond:
         if isinstance(test, ast.BoolOp):
@@ -210,25 +268,26 @@ def witness(cond: Cond) -> str | None:
     """A rank ("last", "first" or "middle", tried in that order) where `cond` holds under some
     setting of its unknown atoms; None when it holds on no rank of a PP>1 group, or when there
     are too many atoms to tell."""
-    atoms = sorted(_atoms(cond))
-    if len(atoms) > MAX_ATOMS:
+    names = sorted(atoms(cond))
+    if len(names) > MAX_ATOMS:
         return None
     for rank in ("last", "first", "middle"):
         first, last = RANKS[rank]
-        for values in itertools.product((False, True), repeat=len(atoms)):
-            if _eval(cond, first, last, dict(zip(atoms, values, strict=True))):
+        for values in itertools.product((False, True), repeat=len(names)):
+            if _eval(cond, first, last, dict(zip(names, values, strict=True))):
                 return rank
     return None
 
 
-def _atoms(cond: Cond) -> set[str]:
+def atoms(cond: Cond) -> set[str]:
+    """The unknown conditions `cond` names."""
     kind = cond[0]
     if kind == "atom":
         return {cond[1]}
     if kind == "not":
-        return _atoms(cond[1])
+        return atoms(cond[1])
     if kind in ("and", "or"):
-        return set().union(*(_atoms(c) for c in cond[1]))
+        return set().union(*(atoms(c) for c in cond[1]))
     return set()
 
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..findings import Evidence, Finding
+from ..edits import Edit, TiedEmbedding, TieOnLastRank
+from ..findings import Applicability, Evidence, Finding, Fix
 from ..index import ClassRef
-from ..ties import Cond, Placeholder, Tie, conj, witness
+from ..ties import Branch, Cond, Placeholder, Tie, atoms, conj, witness
 from ..vllm_names import PP_INTERFACE
 from .base import Context, Rule
 from .holders import held_by
@@ -69,12 +70,17 @@ RULE = Rule(
         "placeholder; `self.lm_head = E` and `logits_processor(E, h)` fail at the first "
         "`compute_logits`. Upstream builds the embedding on `is_first_rank or "
         "(config.tie_word_embeddings and is_last_rank)` and ties inside the last-rank branch "
-        "(llama.py; Step1, #32511). Report only: the fix edits two places, often in two classes "
-        "and two files, and the condition to write depends on how the model names its tie flag."
+        "(llama.py; Step1, #32511). The fix does the same: it widens the inner model's "
+        "`if <group>.is_first_rank:` to `<group>.is_first_rank or (config.tie_word_embeddings and "
+        "<group>.is_last_rank)` and moves a tie that runs outside the last-rank branch to the end "
+        "of it. Unsafe: the two edits are often in two classes (and files), and the embedding now "
+        "also lives on the last rank, where its weight must be loaded. Only when the tie depends on "
+        "the `tie_word_embeddings` flag, the inner `__init__` binds `config`, and both branches "
+        "are a plain `if <group>.is_first_rank:` / `is_last_rank:` with a `PPMissingLayer` else."
     ),
     before=BEFORE,
     after=AFTER,
-    fix=None,
+    fix=Applicability.UNSAFE,
 )
 
 DEPTH = 3
@@ -179,9 +185,60 @@ def _finding(ctx: Context, ref: ClassRef, tie: Tie, problems: list[Problem]) -> 
         f"{site} in {ref.cls.name} meets a placeholder: " + "; ".join(reasons)
         + ": AttributeError at start-up; " + " and ".join(remedies)
     )
+    planned = _plan(ctx, ref, tie, problems)
+    fix = None
+    if isinstance(planned, str):
+        message += f"; not auto-fixable: {planned}"
+    else:
+        fix = Fix(applicability=Applicability.UNSAFE, description=" and ".join(remedies), edits=planned)
     evidence = [Evidence(Path(path), tie.line, ctx.line(path, tie.line), "tie")]
     for p in problems:
         op = p.owner.module.path
         evidence.append(Evidence(Path(op), p.placeholder.line, ctx.line(op, p.placeholder.line), "placeholder"))
     return RULE.finding(path=path, line=tie.line, column=tie.column, cls=ref.cls.name, message=message,
-                        keys=(f"{tie.form}[{emb}]",), evidence=evidence)
+                        keys=(f"{tie.form}[{emb}]",), fix=fix, evidence=evidence)
+
+
+FLAG = "tie_word_embeddings"
+
+
+def _plan(ctx: Context, ref: ClassRef, tie: Tie, problems: list[Problem]) -> tuple[Edit, ...] | str:
+    """Upstream's two edits where this tie needs them, or why they cannot be written: the tie
+    moves into the last-rank branch when it runs off the last rank; the embedding's first-rank
+    branch widens when the embedding is missing where the tie runs."""
+    if FLAG not in atoms(tie.guard):
+        return f"the tie does not depend on `{FLAG}` (build the embedding on the last rank by hand)"
+    planned: list[Edit] = []
+    tie_guard = conj(tie.guard, ("last",)) if tie.form in LATE else tie.guard
+    if witness(conj(tie.guard, ("not", ("last",)))) is not None and tie.form not in LATE:
+        target = _branch(ref, tie.head, "last")
+        if target is None or not tie.alone or (target.line, target.column) >= tie.top:
+            return "the tie is not a statement of its own after an `if <group>.is_last_rank:` that builds the head"
+        planned.append(TieOnLastRank(path=Path(ref.module.path), line=tie.top[0], column=tie.top[1],
+                                     target_line=target.line, target_column=target.column))
+        tie_guard = conj(tie_guard, ("last",))
+    for p in problems:
+        if p.what != "embedding":
+            continue
+        branch = _branch(p.owner, (p.placeholder.attr,), "first")
+        facts = p.owner.cls.ties
+        if branch is None or branch.placeholder_line != p.placeholder.line:
+            return f"{p.owner.cls.name} does not build the embedding under a plain `if <group>.is_first_rank:`"
+        if facts is None or "config" not in facts.names:
+            return f"{p.owner.cls.name}.__init__ binds no `config`"
+        if not ctx.editable(p.owner.module.path):
+            return f"{p.owner.cls.name} lives in {p.owner.module.path}, outside the checked paths"
+        wider = ("not", ("or", (("first",), ("and", (("atom", FLAG), ("last",))))))
+        if witness(conj(tie_guard, wider)) is not None:
+            return "the widened condition would still miss a rank where the tie runs"
+        planned.append(TiedEmbedding(path=Path(p.owner.module.path), line=branch.line, column=branch.column,
+                                     flag=f"config.{FLAG}"))
+    return tuple(planned)
+
+
+def _branch(ref: ClassRef, attr: tuple[str, ...], rank: str) -> Branch | None:
+    facts = ref.cls.ties
+    if facts is None or len(attr) != 1:
+        return None
+    return next((b for b in facts.branches if b.attr == attr[0] and b.rank == rank), None)
+
