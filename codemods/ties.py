@@ -125,7 +125,7 @@ def _is_tie(value: ast.expr) -> bool:
 def _branch(stmt: ast.stmt) -> Branch | None:
     if not isinstance(stmt, ast.If) or not isinstance(stmt.test, ast.Attribute):
         return None
-    rank = {FIRST_RANK: "first", LAST_RANK: "last"}.get(stmt.test.attr)
+    rank = {FIRST_RANK: "first", LAST_RANK: "last"}.get(stmt.test.attr, "")
     for other in stmt.orelse if rank else ():
         if isinstance(other, ast.Assign) and len(other.targets) == 1 and _placeholder(other.value):
             path = self_path(other.targets[0])
@@ -217,7 +217,7 @@ class _Walker:
             elif node.func.attr == LOGITS and EMBEDDING.search(embedding[-1]):
                 self._tie("logits", (), embedding, node, guard)
 
-    def _tie(self, form: str, head: tuple[str, ...], embedding: tuple[str, ...], node: ast.AST,
+    def _tie(self, form: str, head: tuple[str, ...], embedding: tuple[str, ...], node: ast.expr,
              guard: Cond) -> None:
         self.ties.append(Tie(form, head, embedding, node.lineno, node.col_offset, guard, self.top, self.alone))
 

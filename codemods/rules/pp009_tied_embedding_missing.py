@@ -128,7 +128,7 @@ def _problems(ctx: Context, ref: ClassRef, tie: Tie) -> list[Problem]:
     candidates = [Problem("embedding", owner, p, "") for owner, p in _placeholders(ctx, ref, tie.embedding)]
     if tie.form == "tie_weights":
         candidates += [Problem("head", owner, p, "") for owner, p in _placeholders(ctx, ref, tie.head)]
-    found = []
+    found: list[Problem] = []
     for problem in candidates:
         cond: Cond = conj(tie.guard, problem.placeholder.guard)
         if tie.form in LATE:
