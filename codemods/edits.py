@@ -97,3 +97,22 @@ class AuxOptOut(Edit):
     docstring (the statement that starts at `line`), followed by a blank line."""
 
     cls: str
+
+
+@dataclass(frozen=True)
+class TiedEmbedding(Edit):
+    """Widen the `if <group>.is_first_rank:` that starts at `line` and `column` (it builds an
+    embedding, else a `PPMissingLayer`) to `<group>.is_first_rank or (<flag> and
+    <group>.is_last_rank)`, laid out as upstream writes it (PP009)."""
+
+    flag: str
+
+
+@dataclass(frozen=True)
+class TieOnLastRank(Edit):
+    """Move the `__init__` statement that starts at `line` and `column` (a tie, alone or under its
+    flag) to the end of the body of the `if <group>.is_last_rank:` of the same block that starts
+    at `target_line` and `target_column` (PP009)."""
+
+    target_line: int
+    target_column: int

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from .auxstates import AuxFacts
 from .loading import LoadingFacts
 from .nonevalues import ValueFacts
+from .ties import TieFacts
 from .vllm_names import PRODUCER
 
 Guard = tuple[tuple[str, bool], ...]
@@ -165,6 +166,8 @@ class ClassFacts:
     """(line, column) of each `is_first_rank` read (PP010)."""
     values: ValueFacts | None = None
     """Sent values that may be None, None returned by its forward, layer lists it builds (PP012)."""
+    ties: TieFacts | None = None
+    """Its head-to-embedding ties and `PPMissingLayer` placeholders (PP009); None when it has neither."""
 
 
 @dataclass

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 
-from .. import auxstates, loading, nonevalues, rankuse
+from .. import auxstates, loading, nonevalues, rankuse, ties
 from ..facts import ClassFacts, Producer
 from .members import MemberWalker
 from .syntax import ATTR, DYNAMIC_BUILDERS, IT, IT_CLASS, Function, base_name, dotted
@@ -47,6 +47,8 @@ class ClassAnalyzer:
             self.facts.first_rank_tests = rankuse.first_rank_tests(self.node, self.lines)
         if nonevalues.wanted(self.lines[self.node.lineno - 1 : self.node.end_lineno]):
             self.facts.values = nonevalues.value_facts(self.node, self.lines)
+        if ties.wanted(self.lines[self.node.lineno - 1 : self.node.end_lineno]):
+            self.facts.ties = ties.tie_facts(self.node)
         return self.facts
 
     def mentions(self, fn: Function) -> bool:

@@ -13,11 +13,12 @@ from .insert_delegation import InsertDelegation
 from .missing_guard import MissingGuard
 from .remove_factory_keys import RemoveFactoryKeys
 from .tensors_access import TensorsAccess
+from .tied_embedding import TiedEmbedding, TieOnLastRank
 
 TRANSFORMERS: dict[type[Edit], type[EditTransformer]] = {
     t.edit: t
     for t in (
         AddFactoryKeys, AuxOptOut, CloneDictEntry, DefaultNone, EarlyReturn, InsertDelegation, MissingGuard,
-        RemoveFactoryKeys, TensorsAccess,
+        RemoveFactoryKeys, TensorsAccess, TiedEmbedding, TieOnLastRank,
     )
 }

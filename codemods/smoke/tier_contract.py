@@ -15,7 +15,7 @@ from .targets import Target
 from .tiers import Machine
 
 TIER = "contract"
-PP_CHECKS = ("factory-keys", "keys-read", "chain-equals-pp1", "weights-load")
+PP_CHECKS = ("factory-keys", "keys-read", "chain-equals-pp1", "weights-load", "tied-embeddings")
 ENTRY_CHECKS = (("build", 1), ("entry-without-intermediate-tensors", 1))
 DRAFT_CHECKS = ("drafter-last-rank",)
 """A draft head is built whole on the last rank, not split: its checks replace the pipeline's."""

@@ -8,6 +8,7 @@ with the real tree's registry, so the rest of the tree still resolves.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import shutil
 import tempfile
@@ -89,8 +90,8 @@ def _diff_scope(path: Path, bases: dict[Path, bytes | None], base: str) -> Check
 
 
 def replay_fix(path: Path, bases: dict[Path, bytes]) -> bytes:
-    """What `contractfix fix` makes of the base version of `path` (with the other changed files at
-    their base versions too)."""
+    """What `contractfix fix --unsafe-fixes` makes of the base version of `path` (with the other
+    changed files at their base versions too): a change an unsafe fix makes is a fix's as well."""
     from .. import config, engine
     from ..index import import_root
     from ..registry import find_registry, root_of
@@ -103,7 +104,7 @@ def replay_fix(path: Path, bases: dict[Path, bytes]) -> bytes:
             if other.is_relative_to(root):
                 _mirror(other, root, scratch).write_bytes(content)
         copy = _mirror(path, root, scratch)
-        options = config.load(path, registry=(registry,) if registry else ())
+        options = dataclasses.replace(config.load(path, registry=(registry,) if registry else ()), unsafe_fixes=True)
         report = engine.fix([copy], options, write=False)
         change = next((c for c in report.changes if Path(c.path).resolve() == copy.resolve()), None)
         return change.after if change else bases[path]

@@ -18,12 +18,12 @@ from typer.testing import CliRunner
 
 from contractfix.cli import app
 
-from .vllm_copies import MODELS, MUTATIONS, ONLY, Copy, make_copy
+from .vllm_copies import GENERIC, MUTATIONS, ONLY, UNSAFE, UNTIED, Copy, make_copy
 
 pytestmark = pytest.mark.vllm
 
 runner = CliRunner()
-CASES = [(model, mutation) for model in MODELS for mutation in MUTATIONS if model in ONLY.get(mutation, MODELS)]
+CASES = [(model, mutation) for mutation in MUTATIONS for model in ONLY.get(mutation, GENERIC)]
 
 
 @pytest.fixture(scope="session")
@@ -52,7 +52,7 @@ def broken(copies, tmp_path_factory) -> tuple[int, dict]:
 def fixed(copies, broken, tmp_path_factory) -> tuple[int, dict]:
     """`contractfix fix` on every broken copy (after the broken run), then one smoke of them all."""
     for copy in copies.values():
-        result = runner.invoke(app, ["fix", str(copy.path)])
+        result = runner.invoke(app, ["fix", str(copy.path), *(["--unsafe-fixes"] if copy.mutation in UNSAFE else [])])
         assert result.exit_code == 0, result.output
     out = tmp_path_factory.mktemp("reports") / "fixed.json"
     return _smoke([c.path for c in copies.values()], out, "--allow-skip")
@@ -94,6 +94,14 @@ def test_the_right_check_fails_with_the_right_error(model, mutation, copies, bro
         else:
             assert (factory["status"], chain["status"]) == ("pass", "pass")
             assert status[("contract", "keys-read", pp)] == "pass"
+        tied = records[("contract", "tied-embeddings", pp)]
+        if mutation == "first-rank-embedding":
+            assert tied["status"] == "fail" and f"build rank {pp - 1} of {pp} with tie_word_embeddings" in tied["error"]
+            assert "AttributeError" in tied["error"] and "tie_weights(self.model.embed_tokens)" in tied["error"]
+        elif copy.arch in UNTIED:
+            assert tied["status"] == "skip" and "does not tie" in tied["reason"], tied
+        else:
+            assert tied["status"] == "pass", tied
         weights = records[("contract", "weights-load", pp)]
         if mutation == "no-weight-guard":
             assert weights["status"] == "fail" and "load_weights (the full model's" in weights["error"], weights
@@ -113,7 +121,9 @@ def test_fixed_copies_pass(fixed) -> None:
     code, report = fixed
     assert code == 0 and report["ok"] is True, json.dumps(report["records"], indent=1)
     skipped = {(r["arch"], r["check"]) for r in report["records"] if r["status"] == "skip"}
-    assert {arch for arch, _ in skipped} <= {"LlamaBidirectionalModel", "LlamaBidirectionalForSequenceClassification"}
+    untied = {(arch, check) for arch, check in skipped if arch in UNTIED and check == "tied-embeddings"}
+    assert {arch for arch, _ in skipped - untied} <= {
+        "LlamaBidirectionalModel", "LlamaBidirectionalForSequenceClassification"}
 
 
 @pytest.mark.parametrize(("model", "mutation"), CASES)
@@ -123,10 +133,14 @@ def test_each_fixed_copy_passes_every_check_at_pp_2_and_3(model, mutation, copie
     records = _records(fixed[1], copy)
     expected = {("static", c, None) for c in ("compile", "contract-check", "diff-scope")} | {
         ("contract", c, 1) for c in ("build", "entry-without-intermediate-tensors")} | {
-        ("contract", c, pp) for pp in (2, 3) for c in ("factory-keys", "keys-read", "chain-equals-pp1", "weights-load")}
+        ("contract", c, pp) for pp in (2, 3)
+        for c in ("factory-keys", "keys-read", "chain-equals-pp1", "weights-load", "tied-embeddings")}
     assert set(records) == expected
-    assert {key: r["status"] for key, r in records.items()} == {key: "pass" for key in expected}
-    assert records[("contract", "keys-read", 3)]["keys"]["received"] == ["hidden_states", "residual"]
+    untied = copy.arch in UNTIED
+    assert {key: r["status"] for key, r in records.items()} == {
+        key: "skip" if untied and key[1] == "tied-embeddings" else "pass" for key in expected}
+    sent = ["hidden_states", "residual"] if model in GENERIC else ["hidden_states"]  # granite sends no residual
+    assert records[("contract", "keys-read", 3)]["keys"]["received"] == sent
     scope = records[("static", "diff-scope", None)]["reason"]
     assert scope == "every change since HEAD is a fix's"
     assert re.search(r"max \|PP chain - PP=1\| = 0\.00e\+00", records[("contract", "chain-equals-pp1", 3)]["reason"])

@@ -49,6 +49,49 @@ def test_fixed_files_pass_and_their_diff_is_only_the_fix(tree: Path) -> None:
     assert all("every change since HEAD is a fix's" in r.reason for r in records if r.check == "diff-scope")
 
 
+TIED = '''from torch import nn
+
+from vllm.distributed import get_pp_group
+from vllm.model_executor.models.interfaces import SupportsPP
+from vllm.model_executor.models.utils import PPMissingLayer
+
+
+class TiedModel(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        if get_pp_group().is_first_rank:
+            self.embed_tokens = Embedding(config)
+        else:
+            self.embed_tokens = PPMissingLayer()
+
+
+class TiedForCausalLM(nn.Module, SupportsPP):
+    def __init__(self, config):
+        super().__init__()
+        self.model = TiedModel(config)
+        if get_pp_group().is_last_rank:
+            self.lm_head = Head(config)
+            if config.tie_word_embeddings:
+                self.lm_head = self.lm_head.tie_weights(self.model.embed_tokens)
+        else:
+            self.lm_head = PPMissingLayer()
+
+    def forward(self, input_ids, positions, intermediate_tensors=None):
+        return self.model(input_ids, positions, intermediate_tensors)
+'''
+
+
+def test_an_unsafe_fix_is_a_fix_too(tree: Path) -> None:
+    tied = tree / MODELS / "tied_lite.py"
+    tied.write_text(TIED)
+    git.Repo(tree).index.add([str(tied.relative_to(tree))])
+    git.Repo(tree).index.commit("tied", author=BOT, committer=BOT)
+    assert len(engine.fix([tied], Options(unsafe_fixes=True)).changes) == 1
+    checks = _checks(run_static([tied]), tied)
+    assert checks["contract-check"].status is Status.PASS
+    assert checks["diff-scope"].status is Status.PASS, checks["diff-scope"].error
+
+
 def test_a_change_no_fix_makes_is_reported_with_its_lines(tree: Path) -> None:
     step = tree / MODELS / "step_lite.py"
     engine.fix([step], Options())

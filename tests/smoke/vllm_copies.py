@@ -10,7 +10,7 @@ from pathlib import Path
 import git
 
 BOT = git.Actor("smoke test", "smoke@example.invalid")
-MODELS = {"llama": "LlamaForCausalLM", "step3_text": "Step3TextForCausalLM"}
+MODELS = {"llama": "LlamaForCausalLM", "step3_text": "Step3TextForCausalLM", "granite": "GraniteForCausalLM"}
 DRAFTERS = {"ernie_mtp": "ErnieMTPModel"}
 """Draft heads: smoked as the last PP rank builds them, not as pipelines (their own cases)."""
 FACTORY_KEYS = '["hidden_states", "residual"], config.hidden_size'
@@ -26,6 +26,11 @@ WEIGHT_GUARD = (
     "                            continue\n"
     "                        param = params_dict[name]\n"
     "                        weight_loader = getattr(\n"
+)
+TIED_BRANCH = (
+    "        if get_pp_group().is_first_rank or (\n"
+    "            config.tie_word_embeddings and get_pp_group().is_last_rank\n"
+    "        ):\n"
 )
 
 
@@ -70,6 +75,12 @@ def first_rank_embed(text: str, cls: str) -> str:
                  "            inputs_embeds = self.embed_tokens(input_ids)\n")
 
 
+def first_rank_embedding(text: str, cls: str) -> str:
+    """Build the embedding on the first rank only, though the wrapper ties lm_head to it on the
+    last (Step1 before review, #32511)."""
+    return _once(text, TIED_BRANCH, "        if get_pp_group().is_first_rank:\n")
+
+
 def unchanged(text: str, cls: str) -> str:
     return text
 
@@ -81,11 +92,17 @@ def _once(text: str, old: str, new: str, first: bool = False) -> str:
 
 
 MUTATIONS = {"no-residual": no_residual, "no-default": no_default, "extra-key": extra_key,
-             "no-weight-guard": no_weight_guard}
-ONLY = {"no-weight-guard": ("step3_text",)}
+             "no-weight-guard": no_weight_guard, "first-rank-embedding": first_rank_embedding}
+GENERIC = ("llama", "step3_text")
+ONLY = {"no-weight-guard": ("step3_text",), "first-rank-embedding": ("granite",)}
+"""Mutations that apply to some models only (the text they change is theirs); the others apply to
+`GENERIC` (granite is there for its tied embedding)."""
+UNTIED = {"Step3TextForCausalLM"}
+"""Architectures whose wrapper never ties `lm_head`: the tied-embeddings check skips them."""
+UNSAFE = {"first-rank-embedding"}
+"""Mutations whose fix is unsafe: `fix --unsafe-fixes` restores them."""
 DRAFT_MUTATIONS = {"embed-by-rank": embed_by_rank, "first-rank-embed": first_rank_embed}
 """Mutations of a draft head (DRAFTERS): report-only bugs (PP010), so no fixed copies."""
-"""Mutations that apply to some models only (the text they change is theirs)."""
 
 
 @dataclass

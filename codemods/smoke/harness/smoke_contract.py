@@ -6,8 +6,11 @@ Per target: `build` (the changed class builds as a tiny PP=1 model) and
 `keys-read` (zeroing any received key changes that rank's output) and `chain-equals-pp1`
 (rank 0 -> ... -> rank N-1 gives the PP=1 output) and `weights-load` (every rank's
 `load_weights` takes the PP=1 model's weights under their full-model names, as every rank reads
-the whole checkpoint: a loader that looks up another rank's layer fails with KeyError). Draft heads
-get their own checks (smoke_drafter). Receiving follows vLLM's V2 runner: every
+the whole checkpoint: a loader that looks up another rank's layer fails with KeyError) and
+`tied-embeddings` (with `tie_word_embeddings` set, the last rank builds and its output head shares
+storage with a real input embedding, as at PP=1: an embedding built on the first rank only fails
+the tie with AttributeError). Draft heads get their own checks (smoke_drafter). Receiving follows
+vLLM's V2 runner: every
 allocated key is filled from what was sent (gpu/model_runner.py:2030-2036).
 """
 
@@ -30,7 +33,7 @@ from smoke_records import Emitter, excerpt
 TOKENS = 8
 ATOL = RTOL = 1e-4
 READ_TOL = 1e-4
-PP_CHECKS = ("factory-keys", "keys-read", "chain-equals-pp1", "weights-load")
+PP_CHECKS = ("factory-keys", "keys-read", "chain-equals-pp1", "weights-load", "tied-embeddings")
 
 
 def run(plan: dict) -> None:
@@ -239,6 +242,7 @@ def _pp_checks(config_dir: str, device: str, size: int, reference, emit: Emitter
     _keys_read(run, emit, device, source)
     _chain(run, reference, emit)
     _weights_load(run, full, emit, source)
+    _tied_embeddings(config_dir, device, size, emit, source)
 
 
 def checkpoint_weights(model) -> list[tuple[str, object]]:
@@ -277,6 +281,53 @@ def _weights_load(run: Pipeline, full, emit: Emitter, source: str | None) -> Non
             return
     emit("weights-load", "pass", pp=run.size, duration_s=time.monotonic() - start,
          reason=f"every rank loaded the full model's {len(weights)} one-to-one weights")
+
+
+def _tied_embeddings(config_dir: str, device: str, size: int, emit: Emitter, source: str | None) -> None:
+    """Built from the target's config with `tie_word_embeddings` set: where the PP=1 model's
+    output head shares its weight with an input embedding, the last of `size` ranks must build
+    and share it too."""
+    tied = config_dir + "-tied"
+    if not os.path.exists(tied):
+        os.makedirs(tied)
+        with open(os.path.join(config_dir, "config.json")) as handle:
+            values = json.load(handle)
+        with open(os.path.join(tied, "config.json"), "w") as handle:
+            json.dump({**values, "tie_word_embeddings": True}, handle, indent=1)
+    start = time.monotonic()
+    step = "build the PP=1 model with tie_word_embeddings=true"
+    try:
+        if not _shares(smoke_stage.build(tied, device, 0, 1).model):
+            emit("tied-embeddings", "skip", pp=size, duration_s=time.monotonic() - start,
+                 reason="the PP=1 model does not tie its output head to an input embedding")
+            return
+        step = f"build rank {size - 1} of {size} with tie_word_embeddings=true"
+        last = smoke_stage.build(tied, device, size - 1, size).model
+    except Exception as exc:  # noqa: BLE001
+        emit("tied-embeddings", "fail", pp=size, duration_s=time.monotonic() - start,
+             error=excerpt(step, exc, source))
+        return
+    if _shares(last):
+        emit("tied-embeddings", "pass", pp=size, duration_s=time.monotonic() - start,
+             reason=f"rank {size - 1} of {size}: lm_head shares storage with a real input embedding")
+    else:
+        emit("tied-embeddings", "fail", pp=size, duration_s=time.monotonic() - start,
+             error=f"rank {size - 1} of {size}: lm_head does not share storage with an input embedding, "
+                   "while the PP=1 model's does")
+
+
+def _shares(model) -> bool:
+    """Whether the model's `lm_head` weight is the storage of one of its real input embeddings."""
+    from vllm.model_executor.layers.vocab_parallel_embedding import ParallelLMHead, VocabParallelEmbedding
+
+    heads = [m for m in model.modules() if isinstance(m, ParallelLMHead)]
+    embeddings = [m for m in model.modules() if isinstance(m, VocabParallelEmbedding)
+                  and not isinstance(m, ParallelLMHead)]
+    pointers = {e.weight.data_ptr() for e in embeddings if hasattr(e, "weight")}
+    named = getattr(model, "lm_head", None)
+    if named is not None and isinstance(named, VocabParallelEmbedding) and not isinstance(named, ParallelLMHead):
+        return True  # the head is the embedding itself (`lm_head = embed_tokens`)
+    return any(hasattr(h, "weight") and h.weight.data_ptr() in pointers for h in heads)
 
 
 def _factory_keys(run: Pipeline, emit: Emitter) -> None:

@@ -1,0 +1,117 @@
+"""PP009's rank reasoning: a condition is judged on every rank of a PP>1 group under every setting
+of its unknown flags, one flag read through different paths is one flag, and an inner model
+whose own `__init__` skips its base's does not inherit the base's placeholders."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from contractfix import engine
+from contractfix.config import Options
+from contractfix.ties import TRUE, conj, tie_facts, witness
+
+FIRST_ONLY = ("not", ("first",))
+UPSTREAM_MISSING = ("not", ("or", (("first",), ("and", (("atom", "tie_word_embeddings"), ("last",))))))
+TIED_ON_LAST = conj(("last",), ("atom", "tie_word_embeddings"))
+
+
+def test_first_rank_embedding_meets_a_tie_on_the_last_rank() -> None:
+    assert witness(conj(TIED_ON_LAST, FIRST_ONLY)) == "last"
+
+
+def test_upstream_shape_meets_no_tie_on_any_rank() -> None:
+    assert witness(conj(TIED_ON_LAST, UPSTREAM_MISSING)) is None
+
+
+def test_unconditional_tie_meets_the_head_placeholder_on_the_first_rank() -> None:
+    assert witness(conj(TRUE, ("not", ("last",)))) == "first"
+
+
+def _guards(source: str) -> dict[str, tuple]:
+    facts = tie_facts(ast.parse(source).body[0])
+    assert facts is not None
+    return {t.form: t.guard for t in facts.ties} | {p.attr: p.guard for p in facts.placeholders}
+
+
+def test_one_flag_through_self_config_and_getattr() -> None:
+    guards = _guards(
+        "class M:\n"
+        "    def __init__(self, config):\n"
+        "        if getattr(config, 'tie_word_embeddings', True) and get_pp_group().is_last_rank:\n"
+        "            self.lm_head = self.lm_head.tie_weights(self.model.embed_tokens)\n"
+        "        if not (get_pp_group().is_first_rank or (self.config.tie_word_embeddings and\n"
+        "                get_pp_group().is_last_rank)):\n"
+        "            self.embed_tokens = PPMissingLayer()\n"
+    )
+    assert witness(conj(guards["tie_weights"], guards["embed_tokens"])) is None
+
+
+def test_rank_read_through_a_local() -> None:
+    guards = _guards(
+        "class M:\n"
+        "    def __init__(self, config):\n"
+        "        last = get_pp_group().is_last_rank\n"
+        "        self.lm_head = Head() if last else PPMissingLayer()\n"
+        "        if last:\n"
+        "            self.lm_head = self.lm_head.tie_weights(self.model.embed_tokens)\n"
+    )
+    assert witness(conj(guards["tie_weights"], guards["lm_head"])) is None
+
+
+INNER = '''from torch import nn
+
+from vllm.distributed import get_pp_group
+from vllm.model_executor.models.interfaces import SupportsPP
+from vllm.model_executor.models.utils import PPMissingLayer
+
+
+class BaseModel(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        if get_pp_group().is_first_rank:
+            self.embed_tokens = Embedding(config)
+        else:
+            self.embed_tokens = PPMissingLayer()
+
+
+class OwnModel(BaseModel):
+    def __init__(self, config):
+        {init}
+        {build}
+
+
+class OwnForCausalLM(nn.Module, SupportsPP):
+    def __init__(self, config):
+        super().__init__()
+        self.model = OwnModel(config)
+        if get_pp_group().is_last_rank:
+            self.lm_head = Head(config)
+            self.lm_head = self.lm_head.tie_weights(self.model.embed_tokens)
+        else:
+            self.lm_head = PPMissingLayer()
+
+    def forward(self, input_ids, positions, intermediate_tensors=None):
+        return self.model(input_ids, positions, intermediate_tensors)
+'''
+
+
+def _codes(tmp_path: Path, init: str, build: str) -> list[str]:
+    path = tmp_path / "model.py"
+    path.write_text(INNER.format(init=init, build=build))
+    report = engine.check([path], Options(select=("PP009",), cache=False))
+    assert report.errors == []
+    return [f.cls for f in report.findings]
+
+
+def test_inner_model_that_skips_its_base_init_has_no_base_placeholder(tmp_path: Path) -> None:
+    assert _codes(tmp_path, "nn.Module.__init__(self)", "self.embed_tokens = Embedding(config) if config.a else None") == []
+
+
+def test_inner_model_that_rebuilds_on_every_rank_replaces_the_base_placeholder(tmp_path: Path) -> None:
+    assert _codes(tmp_path, "super().__init__(config)", "self.embed_tokens = Embedding(config)") == []
+
+
+def test_inner_model_that_runs_its_base_init_keeps_the_base_placeholder(tmp_path: Path) -> None:
+    assert _codes(tmp_path, "super().__init__(config)", "self.norm = Norm(config)") == ["OwnForCausalLM"]
+    assert _codes(tmp_path, "BaseModel.__init__(self, config)", "pass") == ["OwnForCausalLM"]
