@@ -63,6 +63,7 @@ def check(paths: list[Path], options: Options) -> Report:
     session = analyze(paths, options, report)
     report.findings, report.notes = evaluate(session)
     _describe(session, report)
+    session.index.flush()
     return report
 
 
@@ -75,6 +76,7 @@ def check_with_fixes(paths: list[Path], options: Options) -> tuple[Report, Repor
         findings=list(report.findings), notes=list(report.notes), files_scanned=report.files_scanned, written=False
     )
     _fix(session, preview, {Applicability.SAFE, Applicability.UNSAFE}, write=False)
+    session.index.flush()
     return report, preview
 
 
@@ -86,6 +88,7 @@ def fix(paths: list[Path], options: Options, write: bool = True) -> Report:
     _describe(session, report)
     allowed = {Applicability.SAFE} | ({Applicability.UNSAFE} if options.unsafe_fixes else set())
     _fix(session, report, allowed, write)
+    session.index.flush()
     return report
 
 
@@ -417,10 +420,12 @@ def _job(item: tuple[str, bytes, str]) -> ModuleFacts | str:
 def _analyze_all(sources: list[tuple[Path, bytes]], index: Index, jobs: int) -> list[ModuleFacts | str]:
     """Facts for every source: cached ones read back, the rest parsed (in parallel when many)."""
     results: list[ModuleFacts | str | None] = []
+    keys: list[str] = []
     misses: list[tuple[int, str, tuple[str, bytes, str]]] = []
     for path, data in sources:
         name = module_name(path, import_root(path))
         key = index.cache.key(data, name)
+        keys.append(key)
         results.append(index.cache.get(key, str(path)))
         if results[-1] is None:
             misses.append((len(results) - 1, key, (str(path), data, name)))
@@ -438,10 +443,11 @@ def _analyze_all(sources: list[tuple[Path, bytes]], index: Index, jobs: int) -> 
         if not isinstance(result, str):
             index.cache.put(key, result)
     analyzed: list[ModuleFacts | str] = []
-    for facts, (_, data) in zip(results, sources, strict=True):
+    for facts, key, (_, data) in zip(results, keys, sources, strict=True):
         assert facts is not None, "every file missing from the cache was parsed"
         if isinstance(facts, ModuleFacts):
             facts.source = data
+            index.stored(key, facts)
         analyzed.append(facts)
     return analyzed
 

@@ -64,6 +64,19 @@ class Index:
         self.by_name: dict[str, ModuleFacts | None] = {}
         self._mro: dict[tuple[str, str], list[ClassRef]] = {}
         self._initialized: dict[tuple[str, str], set] = {}
+        self._stored: dict[str, tuple[str, ModuleFacts, int]] = {}
+
+    def stored(self, key: str, facts: ModuleFacts) -> None:
+        """Note that `facts` are in the cache under `key`, with the classes still pending then."""
+        self._stored[facts.path] = (key, facts, len(facts.pending))
+
+    def flush(self) -> None:
+        """Store again the facts whose pending classes a `ClassRef` completed during the run, so
+        that a warm run does not parse those bodies again."""
+        for key, facts, pending in self._stored.values():
+            if len(facts.pending) < pending:
+                self.cache.put(key, facts)
+                self.stored(key, facts)
 
     def add(self, facts: ModuleFacts) -> None:
         self.by_path[facts.path] = facts
@@ -101,6 +114,7 @@ class Index:
             facts = analyze_source(data, path, name)
             self.cache.put(key, facts)
         facts.source = data
+        self.stored(key, facts)
         return facts
 
     def resolve(self, module: ModuleFacts, name: str, depth: int = 0) -> list[ClassRef]:

@@ -180,3 +180,21 @@ def test_pending_classes_survive_the_cache(tmp_path) -> None:
     back.source = MODEL.encode()
     assert complete(back, "Helper").method_names == {"__init__", "project"}
     assert cache.FINGERPRINT
+
+
+def test_classes_completed_in_a_run_are_cached_for_the_next(tmp_path, monkeypatch) -> None:
+    """A warm run parses no class body a cold run has already completed."""
+    (tmp_path / "src" / "pkg").mkdir(parents=True)
+    (tmp_path / "src" / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "src" / "pkg" / "m.py").write_text(MODEL)
+    first = Index([tmp_path / "src"], FactsCache(tmp_path / "cache"))
+    [ref] = first.lookup("pkg.m", "Model")
+    first.resolve(ref.module, "Helper")
+    first.flush()
+    parsed = []
+    monkeypatch.setattr("contractfix.index.complete", lambda module, name: parsed.append(name))
+    second = Index([tmp_path / "src"], FactsCache(tmp_path / "cache"))
+    [ref] = second.lookup("pkg.m", "Model")
+    [helper] = second.resolve(ref.module, "Helper")
+    assert parsed == [] and helper.cls.method_names == {"__init__", "project"}
+    assert set(ref.module.pending) == {"Builder"}
