@@ -396,25 +396,29 @@ def _unparsable(data: bytes, path: str) -> str | None:
     deep nesting)."""
     try:
         ast.parse(data, filename=path)
-    except SyntaxError as error:
-        return f"syntax error: {error.msg} (line {error.lineno})"
-    except (ValueError, UnicodeDecodeError) as error:
-        return f"cannot parse: {error}"
-    except (RecursionError, MemoryError):
-        return "cannot parse: too deeply nested for Python's parser"
+    except UNPARSABLE as error:
+        return _problem(error)
     return None
+
+
+UNPARSABLE = (SyntaxError, ValueError, UnicodeDecodeError, RecursionError, MemoryError)
+
+
+def _problem(error: Exception) -> str:
+    """What a parse that raised `error` (one of UNPARSABLE) says about the file."""
+    if isinstance(error, SyntaxError):
+        return f"syntax error: {error.msg} (line {error.lineno})"
+    if isinstance(error, (RecursionError, MemoryError)):
+        return "cannot parse: too deeply nested for Python's parser"
+    return f"cannot parse: {error}"
 
 
 def _job(item: tuple[str, bytes, str]) -> ModuleFacts | str:
     path, data, name = item
     try:
         return analyze_source(data, path, name)
-    except SyntaxError as error:
-        return f"syntax error: {error.msg} (line {error.lineno})"
-    except (ValueError, UnicodeDecodeError) as error:
-        return f"cannot parse: {error}"
-    except (RecursionError, MemoryError):
-        return "cannot parse: too deeply nested for Python's parser"
+    except UNPARSABLE as error:
+        return _problem(error)
 
 
 def _analyze_all(sources: list[tuple[Path, bytes]], index: Index, jobs: int) -> list[ModuleFacts | str]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from .. import auxstates, loading, rankuse
+from .. import auxstates, loading, rankuse, ties
 from .syntax import IT, IT_CLASS
 
 
@@ -39,6 +39,8 @@ NEEDS: list[Need] = [
          "subclasses a models package's class or a class of its own module (both parsed, see "
          "`module._partial`), since a class whose bases are neither cannot reach a setter",
          markers=(auxstates.FLAG, auxstates.PACK)),
+    Need("tied heads (PP009): PP009 reads the ties of every class of the checked files; the "
+         "placeholders they meet are reached through a ClassRef", markers=(ties.TIE_CALL, "lm_head")),
 ]
 
 
