@@ -13,6 +13,7 @@ from contractfix import engine, rules
 from contractfix.config import Options
 from contractfix.findings import Applicability
 from contractfix.rules import ALL, MODULES, Rule
+from contractfix.rules.base import ExampleTree
 from tests.conftest import ROOT
 
 
@@ -33,43 +34,41 @@ def test_every_rule_has_the_common_check_signature(module) -> None:
     assert signature.return_annotation in (list, "list[Finding]")
 
 
-NEEDS_A_TREE = {
-    "PP010": "a drafter is known from the registry and config/speculative.py of a vLLM tree",
-    "PP011": "the decoder's model must be registered as SupportsPP and SupportsEagle3",
-}
-"""Rules whose example is an excerpt: what they report depends on files beside the example."""
+def _example(tmp_path: Path, rule: Rule, source: str) -> Path:
+    """`source` written at the example's place in the rule's tree under `tmp_path`, with the files
+    that sit beside it; the example's path."""
+    tree = rule.tree or ExampleTree("example.py", {})
+    for name, text in {**tree.files, tree.example: source}.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return tmp_path / tree.example
 
 
-def _runnable(rules):
-    return [pytest.param(r, marks=pytest.mark.skip(reason=NEEDS_A_TREE[r.code])) if r.code in NEEDS_A_TREE else r
-            for r in rules]
-
-
-def _example(tmp_path: Path, source: str) -> Path:
-    path = tmp_path / "example.py"
-    path.write_text(source)
-    return path
-
-
-@pytest.mark.parametrize("rule", _runnable(ALL.values()), ids=lambda r: r.code)
+@pytest.mark.parametrize("rule", ALL.values(), ids=lambda r: r.code)
 def test_example_before_is_reported(rule: Rule, tmp_path: Path) -> None:
-    report = engine.check([_example(tmp_path, rule.before)], Options(cache=False))
+    path = _example(tmp_path, rule, rule.before)
+    report = engine.check([tmp_path], Options(cache=False))
     assert report.errors == []
-    assert rule.code in {f.rule for f in report.findings}, report.findings
+    assert path in {f.path for f in report.findings if f.rule == rule.code}, report.findings
 
 
-@pytest.mark.parametrize("rule", _runnable(ALL.values()), ids=lambda r: r.code)
+@pytest.mark.parametrize("rule", ALL.values(), ids=lambda r: r.code)
 def test_example_after_is_clean(rule: Rule, tmp_path: Path) -> None:
-    report = engine.check([_example(tmp_path, rule.after)], Options(cache=False))
+    _example(tmp_path, rule, rule.after)
+    report = engine.check([tmp_path], Options(cache=False))
     assert report.errors == []
     assert rule.code not in {f.rule for f in report.findings}, report.findings
 
 
-@pytest.mark.parametrize("rule", _runnable(r for r in ALL.values() if r.fix), ids=lambda r: r.code)
+@pytest.mark.parametrize("rule", [r for r in ALL.values() if r.fix], ids=lambda r: r.code)
 def test_example_before_is_fixed_to_exactly_after(rule: Rule, tmp_path: Path) -> None:
-    """With the fixes its applicability allows (unsafe ones only for an unsafe rule)."""
-    path = _example(tmp_path, rule.before)
+    """With the fixes its applicability allows (unsafe ones only for an unsafe rule); the files
+    beside it are left as they are."""
+    path = _example(tmp_path, rule, rule.before)
     options = Options(select=(rule.code,), unsafe_fixes=rule.fix is Applicability.UNSAFE, cache=False)
-    report = engine.fix([path], options)
+    report = engine.fix([tmp_path], options)
     assert report.errors == []
     assert path.read_text() == rule.after
+    beside = rule.tree.files if rule.tree else {}
+    assert {name: (tmp_path / name).read_text() for name in beside} == beside

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,6 +29,15 @@ def guard_text(guard) -> str:
 
 
 @dataclass(frozen=True)
+class ExampleTree:
+    """Where a rule's example sits in a vLLM tree, and the files beside it that what the rule
+    reports depends on (a registry, a base class, a holder): paths relative to the import root."""
+
+    example: str
+    files: Mapping[str, str] = field(hash=False)
+
+
+@dataclass(frozen=True)
 class Rule:
     """A rule's metadata: the single source for `rules`, `explain`, the README table and PR bodies."""
 
@@ -40,6 +50,8 @@ class Rule:
     fix: Applicability | None
     checks_suppressions: bool = False
     """Runs once the other rules' findings are suppressed, on the suppressions left unused."""
+    tree: ExampleTree | None = None
+    """What `before` and `after` need beside them to be reported (or not) as shown; None: alone."""
 
     @property
     def fix_label(self) -> str:

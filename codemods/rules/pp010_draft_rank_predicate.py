@@ -7,7 +7,7 @@ from pathlib import Path
 from ..findings import Evidence, Finding
 from ..index import ClassRef
 from ..vllm_names import PP_INTERFACE
-from .base import Context, Rule
+from .base import Context, ExampleTree, Rule
 from .holders import reach
 
 RULE = Rule(
@@ -33,14 +33,33 @@ RULE = Rule(
         "            self.embed_tokens = VocabParallelEmbedding(vocab_size, hidden_size)\n"
         "        else:\n"
         "            self.embed_tokens = PPMissingLayer()\n"
+        "\n"
+        "    def forward(self, input_ids, positions, hidden_states, intermediate_tensors=None):\n"
+        "        ...\n"
     ),
     after=(
         "class ToyMultiTokenPredictor(nn.Module):\n"
         "    def __init__(self, *, vllm_config, prefix=\"\"):\n"
         "        super().__init__()\n"
         "        self.embed_tokens = VocabParallelEmbedding(vocab_size, hidden_size)\n"
+        "\n"
+        "    def forward(self, input_ids, positions, hidden_states, intermediate_tensors=None):\n"
+        "        ...\n"
     ),
     fix=None,
+    tree=ExampleTree(
+        example="vllm/model_executor/models/toy_mtp.py",
+        files={
+            "vllm/__init__.py": "",
+            "vllm/model_executor/__init__.py": "",
+            "vllm/model_executor/models/__init__.py": "",
+            "vllm/model_executor/models/registry.py": (
+                "_SPECULATIVE_DECODING_MODELS = {\n"
+                "    \"ToyMTPModel\": (\"toy_mtp\", \"ToyMultiTokenPredictor\"),\n"
+                "}\n"
+            ),
+        },
+    ),
 )
 
 DEPTH = 3

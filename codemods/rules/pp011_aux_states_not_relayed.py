@@ -11,7 +11,7 @@ from ..edits import AuxOptOut
 from ..findings import Applicability, Evidence, Finding, Fix
 from ..index import ClassRef
 from ..vllm_names import PP_INTERFACE
-from .base import Context, Rule
+from .base import Context, ExampleTree, Rule
 from .holders import held_by
 
 RULE = Rule(
@@ -41,11 +41,17 @@ RULE = Rule(
         "index may already add `start_layer` (gemma4's per-layer inputs)."
     ),
     before=(
+        "from vllm.model_executor.models.qwen2 import Qwen2Model\n"
+        "\n"
+        "\n"
         "class MiMoModel(Qwen2Model):\n"
         "    def forward(self, input_ids, positions, intermediate_tensors=None, inputs_embeds=None):\n"
         "        ...\n"
     ),
     after=(
+        "from vllm.model_executor.models.qwen2 import Qwen2Model\n"
+        "\n"
+        "\n"
         "class MiMoModel(Qwen2Model):\n"
         "    supports_aux_hidden_states_over_pp = False\n"
         "\n"
@@ -53,6 +59,31 @@ RULE = Rule(
         "        ...\n"
     ),
     fix=Applicability.SAFE,
+    tree=ExampleTree(
+        example="vllm/model_executor/models/mimo_model.py",
+        files={
+            "vllm/__init__.py": "",
+            "vllm/model_executor/__init__.py": "",
+            "vllm/model_executor/models/__init__.py": "",
+            "vllm/model_executor/models/qwen2.py": (
+                "class Qwen2Model(nn.Module):\n"
+                "    supports_aux_hidden_states_over_pp = True\n"
+            ),
+            "vllm/model_executor/models/mimo.py": (
+                "from vllm.model_executor.models.interfaces import SupportsEagle3, SupportsPP\n"
+                "from vllm.model_executor.models.mimo_model import MiMoModel\n"
+                "\n"
+                "\n"
+                "class MiMoForCausalLM(nn.Module, SupportsPP, SupportsEagle3):\n"
+                "    def __init__(self, *, vllm_config, prefix=\"\"):\n"
+                "        super().__init__()\n"
+                "        self.model = MiMoModel(vllm_config=vllm_config, prefix=prefix)\n"
+                "\n"
+                "    def forward(self, input_ids, positions, intermediate_tensors=None, inputs_embeds=None):\n"
+                "        return self.model(input_ids, positions, intermediate_tensors, inputs_embeds)\n"
+            ),
+        },
+    ),
 )
 
 
