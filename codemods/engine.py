@@ -302,8 +302,11 @@ def _dependents(session: Session, rewrites: dict) -> list[ModuleFacts]:
 
 def _outside(session: Session) -> list[tuple[Path, bytes]]:
     """The files under the import roots, not among the targets, that can hold a class under
-    contract (the same byte search as discovery)."""
+    contract (the same byte search as discovery). A file of the same dotted module as a target is
+    left out: the target stands in for it (a copy checked outside its tree, as the smoke's replay
+    of a fix does), and two modules of one name would shadow each other in the index."""
     targets = {m.path for m in session.targets}
+    modules = {m.module for m in session.targets}
     out = []
     for root in session.index.roots:
         try:
@@ -311,7 +314,7 @@ def _outside(session: Session) -> list[tuple[Path, bytes]]:
         except OSError:
             continue
         for path in paths:
-            if str(path) in targets:
+            if str(path) in targets or _module_of(path, root) in modules:
                 continue
             try:
                 data = path.read_bytes()
@@ -320,6 +323,13 @@ def _outside(session: Session) -> list[tuple[Path, bytes]]:
             if relevant(data):
                 out.append((path, data))
     return out
+
+
+def _module_of(path: Path, root: Path) -> str | None:
+    try:
+        return module_name(path, root)
+    except ValueError:  # a root given unresolved
+        return None
 
 
 def analyze(paths: list[Path], options: Options, report: Report) -> Session:

@@ -10,6 +10,7 @@ import pytest
 
 from contractfix import engine
 from contractfix.config import Options
+from contractfix.findings import Report
 
 MODELS = Path("vllm/model_executor/models")
 HEAD = '''\
@@ -276,3 +277,15 @@ def test_a_file_name_near_name_max_is_fixable(tmp_path: Path) -> None:
     assert not report.errors, report.errors
     assert '"hidden_states", "residual"' in (models / name).read_text()
     assert sorted(p.name for p in models.iterdir()) == sorted(["__init__.py", name])
+
+
+def test_a_copy_checked_outside_its_tree_stands_in_for_its_module(tmp_path: Path) -> None:
+    """The smoke's replay fixes a copy of a file outside its tree, with the tree on the path: the
+    tree's own file of that module is not a second module beside the copy (the two shadowed each
+    other, and a finding both have was taken for one the fix introduced)."""
+    subclass = HEAD + "from vllm.model_executor.models.m import MModel\n\n\nclass N(MModel):\n    pass\n"
+    real = tree(tmp_path / "real", {"m.py": HEAD + inner("M"), "n.py": subclass})
+    scratch = tree(tmp_path / "scratch", {"m.py": HEAD + inner("M")})
+    session = engine.analyze([scratch / "m.py"], Options(cache=False, extra_path=(tmp_path / "real",)), Report())
+    outside = {path.resolve() for path, _ in engine._outside(session)}
+    assert (real / "n.py").resolve() in outside and (real / "m.py").resolve() not in outside

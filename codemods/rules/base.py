@@ -60,11 +60,12 @@ class Rule:
     def finding(
         self, *, path: Path | str, line: int, column: int, cls: str, message: str, keys: tuple[str, ...] = (),
         fix: Fix | None = None, evidence: tuple[Evidence, ...] | list[Evidence] = (), note: str = "",
+        latent: bool = False,
     ) -> Finding:
         """A finding of this rule: code and name come from the metadata."""
         return Finding(
             rule=self.code, name=self.name, path=Path(path), line=line, column=column, cls=cls, message=message,
-            keys=tuple(keys), fix=fix, evidence=tuple(evidence), note=note,
+            keys=tuple(keys), fix=fix, evidence=tuple(evidence), note=note, latent=latent,
         )
 
 

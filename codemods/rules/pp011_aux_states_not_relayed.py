@@ -142,7 +142,7 @@ def _relative_finding(ctx: Context, ref: ClassRef, where: tuple[int, int, str], 
         f"absolute layer ids (`aux_hidden_state_layers`): {effect}; not auto-fixable: pass "
         "`start=self.start_layer` and re-check every other use of the index"
     )
-    return RULE.finding(path=path, line=line, column=column, cls=ref.cls.name, message=message,
+    return RULE.finding(path=path, line=line, column=column, cls=ref.cls.name, message=message, latent=not opted_in,
                         evidence=(Evidence(Path(path), line, ctx.line(path, line), "enumerate"),))
 
 

@@ -50,10 +50,12 @@ def broken(copies, tmp_path_factory) -> tuple[int, dict]:
 
 @pytest.fixture(scope="session")
 def fixed(copies, broken, tmp_path_factory) -> tuple[int, dict]:
-    """`contractfix fix` on every broken copy (after the broken run), then one smoke of them all."""
+    """`contractfix fix` on every broken copy (after the broken run), then one smoke of them all.
+    Exit 1 is fine: a real file may hold findings of its own (granite's latent PP011); what the
+    fix must do is restore vLLM's text (test_each_fixed_copy_passes_every_check_at_pp_2_and_3)."""
     for copy in copies.values():
         result = runner.invoke(app, ["fix", str(copy.path), *(["--unsafe-fixes"] if copy.mutation in UNSAFE else [])])
-        assert result.exit_code == 0, result.output
+        assert result.exit_code in (0, 1) and " 0 error(s)" in result.output, result.output
     out = tmp_path_factory.mktemp("reports") / "fixed.json"
     return _smoke([c.path for c in copies.values()], out, "--allow-skip")
 

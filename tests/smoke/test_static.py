@@ -10,6 +10,7 @@ import pytest
 from contractfix import engine
 from contractfix.config import Options
 from contractfix.demo import copy_example
+from contractfix.findings import Finding
 from contractfix.smoke.records import Status
 from contractfix.smoke.tier_static import run_static, stray_lines
 
@@ -118,3 +119,22 @@ def test_stray_lines_compares_against_the_planned_fix() -> None:
     assert stray_lines(before, b"a\nB2\nc\nd\n", planned) == []
     assert stray_lines(before, b"a\nB\nc\nD\n", planned) == [4]
     assert stray_lines(before, b"x\nb\nc\nd\n", before) == [1]
+
+
+@pytest.mark.parametrize("latent", [True, False])
+def test_only_a_latent_finding_is_left_alone_by_the_contract_check(tree: Path, monkeypatch, latent: bool) -> None:
+    """A latent finding (unreachable in the release: PP011's relative index before the opt-in)
+    cannot fail at run time, so it does not fail the check; any other finding does."""
+    step = tree / MODELS / "step_lite.py"
+    engine.fix([step], Options())
+    real = engine.check
+
+    def with_one_more(paths, options):
+        report = real(paths, options)
+        report.findings.append(Finding("PP011", "aux-states-not-relayed", step.resolve(), 1, 0, "StepLite", "latent: x", latent=latent))
+        return report
+
+    monkeypatch.setattr(engine, "check", with_one_more)
+    check = _checks(run_static([step]), step)["contract-check"]
+    assert check.status is (Status.PASS if latent else Status.FAIL)
+    assert ("1 latent here" in check.reason) is latent
