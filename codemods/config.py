@@ -9,16 +9,12 @@ from __future__ import annotations
 
 import difflib
 import os
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:
-    import tomli as tomllib
+from .tomlcompat import tomllib
 
 SCOPES = ("entry", "all")
 ALL_SELECTOR = "ALL"

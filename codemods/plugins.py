@@ -14,9 +14,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import tomllib
-
 from .registry import RegistryEntry
+from .tomlcompat import tomllib
 
 PLUGIN_GROUP = "vllm.general_plugins"
 PACKAGING = ("pyproject.toml", "setup.cfg", "setup.py")

@@ -4,6 +4,7 @@ discover -> analyze -> rules -> fixes -> report)."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 from tests.conftest import ROOT
@@ -59,3 +60,12 @@ def test_no_import_cycles() -> None:
             visit(name, [name])
     assert not cycles, "\n".join(" -> ".join(c) for c in cycles)
     assert "resolve" in graph["rules.base"] and "facts" in graph["conditions"], "the graph is not being read"
+
+
+def test_only_tomlcompat_imports_tomllib() -> None:
+    """`tomllib` is 3.11's; on 3.10 (the lowest supported) it is `tomli`, chosen in one place."""
+    offenders = [
+        p.name for p in (ROOT / "codemods").rglob("*.py")
+        if p.name != "tomlcompat.py" and re.search(r"^\s*(import tomllib|from tomllib )", p.read_text(), re.M)
+    ]
+    assert offenders == []
