@@ -72,7 +72,7 @@ def aux_facts(node: ast.ClassDef, lines: list[str]) -> AuxFacts | None:
         delegates="super.forward" in called,
         body_line=_start(first),
         body_column=first.col_offset,
-        relative_indices=tuple(_relative_indices(forward)) if forward else (),
+        relative_indices=tuple(_relative_indices(forward)) if forward and "enumerate" in text else (),
     )
 
 

@@ -87,7 +87,9 @@ def wanted(source_lines: list[str]) -> bool:
     return "PPMissingLayer" in text or TIE_CALL in text or bool(EMBEDDING.search(text))
 
 
-def tie_facts(node: ast.ClassDef) -> TieFacts | None:
+def tie_facts(node: ast.ClassDef, lines: list[str]) -> TieFacts | None:
+    """`lines` are the module's source lines: a method whose text names neither `tie_weights` nor
+    the logits processor makes no tie call, so its calls are not walked."""
     ties: list[Tie] = []
     placeholders: list[Placeholder] = []
     built: set[str] = set()
@@ -96,8 +98,10 @@ def tie_facts(node: ast.ClassDef) -> TieFacts | None:
     for item in node.body:
         if not isinstance(item, ast.FunctionDef):
             continue
+        text = "\n".join(lines[item.lineno - 1 : item.end_lineno])
+        scan = TIE_CALL in text or LOGITS in text
         if item.name == "__init__":
-            walker = _Walker(ties, placeholders, built)
+            walker = _Walker(ties, placeholders, built, scan)
             for stmt in item.body:
                 walker.top, walker.alone = (stmt.lineno, stmt.col_offset), _alone(stmt)
                 walker.statement(stmt, TRUE)
@@ -105,7 +109,7 @@ def tie_facts(node: ast.ClassDef) -> TieFacts | None:
             names.update(a.arg for a in item.args.args + item.args.kwonlyargs)
             names.update(walker.local)
         elif item.name == "compute_logits":
-            _Walker(ties, None, set()).block(item.body, ("last",))
+            _Walker(ties, None, set(), scan).block(item.body, ("last",))
     if not (ties or placeholders or built):
         return None
     return TieFacts(tuple(ties), tuple(placeholders), frozenset(built), tuple(branches), frozenset(names))
@@ -149,8 +153,9 @@ class _Walker:
     """Walks one method's statements with the condition of the branch they sit in. `placeholders`
     is None where no `PPMissingLayer` is collected (compute_logits)."""
 
-    def __init__(self, ties: list[Tie], placeholders: list[Placeholder] | None, built: set[str]) -> None:
+    def __init__(self, ties: list[Tie], placeholders: list[Placeholder] | None, built: set[str], scan: bool) -> None:
         self.ties = ties
+        self.scan = scan
         self.placeholders = placeholders
         self.built = built
         self.local: dict[str, ast.expr] = {}
@@ -183,7 +188,8 @@ class _Walker:
             if isinstance(target, ast.Name):
                 self.local[target.id] = stmt.value
             self.assign(target, stmt.value, guard)
-        self.calls(stmt, guard)
+        if self.scan:
+            self.calls(stmt, guard)
 
     def assign(self, target: ast.expr, value: ast.expr, guard: Cond) -> None:
         if isinstance(value, ast.IfExp):

@@ -29,7 +29,7 @@ def test_unconditional_tie_meets_the_head_placeholder_on_the_first_rank() -> Non
 
 
 def _guards(source: str) -> dict[str, tuple]:
-    facts = tie_facts(ast.parse(source).body[0])
+    facts = tie_facts(ast.parse(source).body[0], source.splitlines())
     assert facts is not None
     return {t.form: t.guard for t in facts.ties} | {p.attr: p.guard for p in facts.placeholders}
 

@@ -48,7 +48,7 @@ class ClassAnalyzer:
         if nonevalues.wanted(self.lines[self.node.lineno - 1 : self.node.end_lineno]):
             self.facts.values = nonevalues.value_facts(self.node, self.lines)
         if ties.wanted(self.lines[self.node.lineno - 1 : self.node.end_lineno]):
-            self.facts.ties = ties.tie_facts(self.node)
+            self.facts.ties = ties.tie_facts(self.node, self.lines)
         return self.facts
 
     def mentions(self, fn: Function) -> bool:
