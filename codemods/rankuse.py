@@ -16,7 +16,7 @@ def wanted(source_lines: list[str]) -> bool:
 
 def first_rank_tests(node: ast.ClassDef, lines: list[str]) -> tuple[tuple[int, int], ...]:
     """(line, column) of every `<group>.is_first_rank` read in the class's methods. Only the
-    statements whose text holds the word are walked (a class is walked whole when one does)."""
+    statements of the class body whose text (decorators included) holds the word are walked."""
     found: list[tuple[int, int]] = []
     for item in node.body:
         start = min([item.lineno, *(d.lineno for d in getattr(item, "decorator_list", ()))])
