@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..facts import Located, Producer
+from ..facts import ClassFacts, Located, ModuleFacts, Producer
 from ..findings import Applicability, Evidence, Finding, Fix
 from ..index import ClassRef, Index
 from ..resolve import Branch, Resolver, Traffic
@@ -129,3 +129,12 @@ class Context:
 
     def editable(self, path: str) -> bool:
         return path in self.targets
+
+    def target_classes(self) -> Iterator[tuple[ModuleFacts, ClassFacts]]:
+        """Every class of the checked files, file by file in path order. A class no need of
+        `analysis/needs.py` asked for holds only its header's facts here (its facts of each kind
+        are None): a rule that reads a kind of fact from every class declares a need for it."""
+        for path in sorted(self.targets):
+            module = self.index.by_path.get(path)
+            if module is not None:
+                yield from ((module, cls) for cls in module.classes.values())

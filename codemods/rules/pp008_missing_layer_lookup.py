@@ -96,23 +96,19 @@ def check(ctx: Context) -> list[Finding]:
     findings: list[Finding] = []
     seen: set[tuple[str, int, int]] = set()
     splits: dict[tuple[str, str], list[tuple[ClassRef, Split]]] = {}
-    for path in sorted(ctx.targets):
-        module = ctx.index.by_path.get(path)
-        if module is None:
+    for module, cls in ctx.target_classes():
+        if not cls.loading or ENTRY not in cls.loading.loaders:
             continue
-        for cls in module.classes.values():
-            if not cls.loading or ENTRY not in cls.loading.loaders:
+        ref = ClassRef(module, cls)
+        for owner, loader, lookup in _unguarded(ctx, ref):
+            where = (owner.module.path, lookup.line, lookup.column)
+            if where in seen:
                 continue
-            ref = ClassRef(module, cls)
-            for owner, loader, lookup in _unguarded(ctx, ref):
-                where = (owner.module.path, lookup.line, lookup.column)
-                if where in seen:
-                    continue
-                sources = _split_sources(ctx, ref, splits, DEPTH)
-                if not sources or not held_by(ctx, ref, DEPTH, PP_INTERFACE):
-                    break
-                seen.add(where)
-                findings.append(_finding(ctx, ref, owner, loader, lookup, sources))
+            sources = _split_sources(ctx, ref, splits, DEPTH)
+            if not sources or not held_by(ctx, ref, DEPTH, PP_INTERFACE):
+                break
+            seen.add(where)
+            findings.append(_finding(ctx, ref, owner, loader, lookup, sources))
     return findings
 
 

@@ -107,18 +107,14 @@ FORMS = {
 
 def check(ctx: Context) -> list[Finding]:
     findings = []
-    for path in sorted(ctx.targets):
-        module = ctx.index.by_path.get(path)
-        if module is None:
+    for module, cls in ctx.target_classes():
+        if cls.ties is None or not cls.ties.ties:
             continue
-        for cls in module.classes.values():
-            if cls.ties is None or not cls.ties.ties:
-                continue
-            ref = ClassRef(module, cls)
-            for tie in cls.ties.ties:
-                problems = _problems(ctx, ref, tie)
-                if problems and held_by(ctx, ref, DEPTH, PP_INTERFACE):
-                    findings.append(_finding(ctx, ref, tie, problems))
+        ref = ClassRef(module, cls)
+        for tie in cls.ties.ties:
+            problems = _problems(ctx, ref, tie)
+            if problems and held_by(ctx, ref, DEPTH, PP_INTERFACE):
+                findings.append(_finding(ctx, ref, tie, problems))
     return findings
 
 

@@ -94,27 +94,23 @@ INTERFACES = ("vllm", "model_executor", "models", "interfaces.py")
 def check(ctx: Context) -> list[Finding]:
     machinery = _has_machinery(ctx)
     findings = []
-    for path in sorted(ctx.targets):
-        module = ctx.index.by_path.get(path)
-        if module is None:
+    for module, cls in ctx.target_classes():
+        aux = cls.aux
+        if aux is None or not aux.forward_line:
             continue
-        for cls in module.classes.values():
-            aux = cls.aux
-            if aux is None or not aux.forward_line:
-                continue
-            ref = ClassRef(module, cls)
-            setter = _flag_setter(ctx, ref)
-            opted_in = setter is not None and setter.cls.aux is not None and bool(setter.cls.aux.flag)
-            relays = aux.packs or aux.collects or aux.delegates
-            if not ((aux.relative_indices and machinery is not False) or (opted_in and not relays)):
-                continue
-            if not held_by(ctx, ref, DEPTH, PP_INTERFACE, "SupportsEagle3", entries=True):
-                continue
-            if opted_in and not relays:
-                assert setter is not None
-                findings.append(_finding(ctx, ref, setter))
-            if machinery is not False:
-                findings.extend(_relative_finding(ctx, ref, where, opted_in) for where in aux.relative_indices)
+        ref = ClassRef(module, cls)
+        setter = _flag_setter(ctx, ref)
+        opted_in = setter is not None and setter.cls.aux is not None and bool(setter.cls.aux.flag)
+        relays = aux.packs or aux.collects or aux.delegates
+        if not ((aux.relative_indices and machinery is not False) or (opted_in and not relays)):
+            continue
+        if not held_by(ctx, ref, DEPTH, PP_INTERFACE, "SupportsEagle3", entries=True):
+            continue
+        if opted_in and not relays:
+            assert setter is not None
+            findings.append(_finding(ctx, ref, setter))
+        if machinery is not False:
+            findings.extend(_relative_finding(ctx, ref, where, opted_in) for where in aux.relative_indices)
     return findings
 
 

@@ -117,25 +117,21 @@ PREFERENCE = ("layer", "method", "none", "param")
 
 def check(ctx: Context) -> list[Finding]:
     findings: list[Finding] = []
-    for path in sorted(ctx.targets):
-        module = ctx.index.by_path.get(path)
-        if module is None:
+    for module, cls in ctx.target_classes():
+        if cls.values is None or not cls.values.sends:
             continue
-        for cls in module.classes.values():
-            if cls.values is None or not cls.values.sends:
-                continue
-            ref = ClassRef(module, cls)
-            by_site: dict[tuple[int, int], list[tuple[NoneSend, tuple[ClassRef, int] | None]]] = {}
-            for send in cls.values.sends:
-                layer = None
-                if send.origin.kind in ("layer", "method"):
-                    find = _none_returning_layer if send.origin.kind == "layer" else _none_returning_method
-                    layer = find(ctx, ref, send.origin)
-                    if layer is None:
-                        continue
-                by_site.setdefault((send.line, send.column), []).append((send, layer))
-            if by_site and held_by(ctx, ref, DEPTH, PP_INTERFACE):
-                findings.extend(_finding(ctx, ref, sites) for sites in by_site.values())
+        ref = ClassRef(module, cls)
+        by_site: dict[tuple[int, int], list[tuple[NoneSend, tuple[ClassRef, int] | None]]] = {}
+        for send in cls.values.sends:
+            layer = None
+            if send.origin.kind in ("layer", "method"):
+                find = _none_returning_layer if send.origin.kind == "layer" else _none_returning_method
+                layer = find(ctx, ref, send.origin)
+                if layer is None:
+                    continue
+            by_site.setdefault((send.line, send.column), []).append((send, layer))
+        if by_site and held_by(ctx, ref, DEPTH, PP_INTERFACE):
+            findings.extend(_finding(ctx, ref, sites) for sites in by_site.values())
     return findings
 
 

@@ -56,20 +56,27 @@ def run(plan: dict) -> None:
                 smoke_override.uninstall(finder)
 
 
-def run_target(target: dict, plan: dict, emit: Emitter, config_dir: str) -> None:
-    device, sizes = plan["device"], plan["pp_sizes"]
-    start = time.monotonic()
+def set_up(target: dict, emit: Emitter, start: float, prepare):
+    """What `prepare()` returns (it imports the changed module and writes the tiny config), or
+    None once the `build` check's skip (no config class) or failure (any other error) is emitted."""
     try:
-        cls = register(target)
-        layers, notes = _write_config(target, max(sizes), device, config_dir)
-        notes = [*target["notes"], *notes]
+        return prepare()
     except smoke_config.NoConfigClass as exc:
         emit("build", "skip", pp=1, reason=f"cannot smoke {target['arch']}: {exc}")
-        return
     except Exception as exc:  # noqa: BLE001 - any import/config failure fails the target
         emit("build", "fail", pp=1, error=excerpt("import the changed module", exc, target["path"]),
              duration_s=time.monotonic() - start)
+    return None
+
+
+def run_target(target: dict, plan: dict, emit: Emitter, config_dir: str) -> None:
+    device, sizes = plan["device"], plan["pp_sizes"]
+    start = time.monotonic()
+    prepared = set_up(target, emit, start, lambda: (register(target), *_write_config(target, max(sizes), device, config_dir)))
+    if prepared is None:
         return
+    cls, layers, written = prepared
+    notes = [*target["notes"], *written]
     full, error = _build_entry(config_dir, device, cls, target)
     if full is None:
         status, reason = _blame(target, config_dir, device, error)

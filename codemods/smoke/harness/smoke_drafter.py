@@ -33,16 +33,13 @@ LAYERS = 2
 def run_target(target: dict, plan: dict, emit: Emitter, config_dir: str) -> None:
     device = plan["device"]
     start = time.monotonic()
-    try:
-        cls = smoke_contract.register(target)
-        notes = [*target["notes"], *_write_config(target["draft"], device, config_dir)]
-    except smoke_config.NoConfigClass as exc:
-        emit("build", "skip", pp=1, reason=f"cannot smoke {target['arch']}: {exc}")
+    prepared = smoke_contract.set_up(
+        target, emit, start, lambda: (smoke_contract.register(target), _write_config(target["draft"], device, config_dir))
+    )
+    if prepared is None:
         return
-    except Exception as exc:  # noqa: BLE001 - any import/config failure fails the target
-        emit("build", "fail", pp=1, error=excerpt("import the changed module", exc, target["path"]),
-             duration_s=time.monotonic() - start)
-        return
+    cls, written = prepared
+    notes = [*target["notes"], *written]
     reference, error = one_step(config_dir, device, cls, target, 0, 1)
     if reference is None:
         status, reason = _blame(target, config_dir, device)
