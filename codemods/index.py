@@ -2,28 +2,47 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
-from .analysis import analyze_source, complete
+from .analysis import analyze_source, complete, pending_text_has
 from .cache import FactsCache
 from .facts import ClassFacts, FunctionFacts, ModuleFacts
 
 
 @dataclass(frozen=True, eq=False)
 class ClassRef:
-    """A class and the module it is defined in; equal when path and name are."""
+    """A class and the module it is defined in; equal when path and name are.
+
+    `header` holds what the class statement says (name, place, bases), enough for resolution
+    and the MRO; `cls` holds every fact, parsing a body left unparsed on first read (so a class
+    reached only through an MRO is never parsed)."""
 
     module: ModuleFacts
-    cls: ClassFacts
+    header: ClassFacts
     key: tuple[str, str] = field(init=False)
 
     def __post_init__(self) -> None:
-        """A class whose body was left unparsed is parsed now: whoever holds a reference reads it."""
-        if self.cls.name in self.module.pending and self.module.classes.get(self.cls.name) is self.cls:
-            complete(self.module, self.cls.name)
-        object.__setattr__(self, "key", (self.module.path, self.cls.name))
+        object.__setattr__(self, "key", (self.module.path, self.header.name))
+
+    @property
+    def cls(self) -> ClassFacts:
+        name = self.header.name
+        if name in self.module.pending and self.module.classes.get(name) is self.header:
+            complete(self.module, name)
+        return self.header
+
+    def may_hold(self, pattern: str) -> bool:
+        """False when the class's body is unparsed and its text has nothing matching `pattern`
+        (so no fact that needs such text); True otherwise. Answered without parsing the body."""
+        name = self.header.name
+        return name not in self.module.pending or pending_text_has(self.module, name, pattern)
+
+    def defines(self, method: str) -> bool:
+        """Whether the class's own body defines `method` (parsed only when its text can)."""
+        return self.may_hold(rf"\bdef\s+{re.escape(method)}\b") and method in self.cls.method_names
 
     def __hash__(self) -> int:
         return hash(self.key)
@@ -99,19 +118,20 @@ class Index:
             for candidate in (base.with_suffix(".py"), base / "__init__.py"):
                 if candidate.is_file() and not candidate.is_symlink():
                     try:
-                        facts = self.parse(candidate.read_bytes(), str(candidate), name)
+                        facts = self.parse(candidate.read_bytes(), str(candidate), name, headers_only=True)
                     except (SyntaxError, ValueError, OSError):
                         return None
                     self.add(facts)
                     return facts
         return None
 
-    def parse(self, data: bytes, path: str, name: str) -> ModuleFacts:
-        """Facts of one module's source, from the cache when its content was seen before."""
-        key = self.cache.key(data, name)
+    def parse(self, data: bytes, path: str, name: str, headers_only: bool = False) -> ModuleFacts:
+        """Facts of one module's source, from the cache when its content was seen before
+        (`headers_only` facts under a key of their own: they never stand in for a target's)."""
+        key = self.cache.key(data, name, "headers" if headers_only else "")
         facts = self.cache.get(key, path)
         if facts is None:
-            facts = analyze_source(data, path, name)
+            facts = analyze_source(data, path, name, headers_only)
             self.cache.put(key, facts)
         facts.source = data
         self.stored(key, facts)
@@ -163,7 +183,7 @@ class Index:
             if node.key in trail:
                 return
             order.append(node)
-            for base in node.cls.bases:
+            for base in node.header.bases:
                 for parent in self.resolve(node.module, base)[:1]:
                     visit(parent, trail + (node.key,))
 
@@ -180,8 +200,8 @@ class Index:
         """Simple names of every base in the MRO, resolved or not (for `SupportsPP`, `Protocol`)."""
         names = set()
         for node in self.mro(ref):
-            names.add(node.cls.name)
-            names.update(b.split(".")[-1] for b in node.cls.bases)
+            names.add(node.header.name)
+            names.update(b.split(".")[-1] for b in node.header.bases)
         return names
 
     def initialized(self, ref: ClassRef) -> set:
@@ -198,7 +218,7 @@ class Index:
         while i < len(chain):
             node = chain[i]
             runs.add(node.key)
-            calls = node.cls.init_calls
+            calls = node.cls.init_calls if node.defines("__init__") else ()
             if not calls or "super" in calls:  # no `__init__`, or no call seen: assume the chain goes on
                 i += 1
                 continue
@@ -218,7 +238,7 @@ class Index:
         if after is not None and after in chain:
             chain = chain[chain.index(after) + 1 :]
         for node in chain:
-            if name in node.cls.method_names:
+            if node.defines(name):
                 facts = node.cls.methods.get(name)
                 return Method(node, facts) if facts else None
         return None

@@ -231,4 +231,4 @@ class Resolver:
         return self.traffic(objects[0], method, trail)
 
     def is_method(self, ref: ClassRef, name: str) -> bool:
-        return any(name in node.cls.method_names for node in self.index.mro(ref))
+        return any(node.defines(name) for node in self.index.mro(ref))

@@ -53,7 +53,7 @@ MODEL = textwrap.dedent('''\
     class Model(nn.Module):
         def __init__(self, config):
             super().__init__()
-            self.helper = Helper(config)
+            self.helper = build(Helper, config)  # a call, not a class built here
             self.make_empty_intermediate_tensors = make_empty_intermediate_tensors_factory(
                 ["hidden_states"], config.hidden_size)
 
@@ -100,12 +100,79 @@ def test_columns_and_lines_are_the_files_own() -> None:
     assert read.line == model.body[1].body[0].lineno
 
 
-def test_a_class_reference_completes_a_pending_class() -> None:
+def test_classes_a_parsed_class_builds_are_parsed_ahead() -> None:
+    """Submodules built by a parsed class of the same module (model -> layer -> attention) are
+    parsed with it, in the worker, rather than later by a `ClassRef` in the main process."""
+    source = textwrap.dedent('''\
+        class Attention(nn.Module):
+            def __init__(self):
+                self.proj = Linear(1, 1)
+
+
+        class Layer(nn.Module):
+            def __init__(self):
+                self.attn = Attention()
+
+
+        class Unused(nn.Module):
+            pass
+
+
+        class Model(nn.Module):
+            def __init__(self):
+                self.layers = nn.ModuleList([Layer()])
+                self.layer = Layer()
+
+            def forward(self, intermediate_tensors=None):
+                return intermediate_tensors
+    ''').encode()
+    facts = analyze_source(source, "m.py", "pkg.m")
+    assert set(facts.pending) == {"Unused"}
+    assert "proj" in facts.classes["Attention"].submodules and "attn" in facts.classes["Layer"].submodules
+    assert repr(facts.classes["Layer"]) == repr(complete(analyze_source(source, "m.py", "pkg.m", headers_only=True), "Layer"))
+
+
+def test_a_class_reference_completes_a_pending_class_when_read() -> None:
     facts = analyze_source(MODEL.encode(), "m.py", "pkg.m")
     stub = facts.classes["Helper"]
     ref = ClassRef(facts, stub)
-    assert "Helper" not in facts.pending
-    assert ref.cls is stub and stub.init_calls == ("super",) and "proj" in stub.submodules
+    assert "Helper" in facts.pending and ref.header.bases == ["nn.Module"]
+    assert ref.cls is stub and "Helper" not in facts.pending
+    assert stub.init_calls == ("super",) and "proj" in stub.submodules
+
+
+def test_a_class_reached_only_through_the_mro_is_never_parsed(tmp_path) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "m.py").write_text(MODEL + "\n\nclass Top(Helper):\n    intermediate_tensors = None\n")
+    index = Index([tmp_path])
+    [top] = index.lookup("pkg.m", "Top")
+    assert [node.header.name for node in index.mro(top)] == ["Top", "Helper"]
+    assert index.base_names(top) == {"Top", "Helper", "nn.Module".split(".")[-1]}
+    assert "Helper" in top.module.pending
+
+
+def test_defines_parses_a_pending_class_only_when_its_text_can_define_the_method() -> None:
+    facts = analyze_source(MODEL.encode(), "m.py", "pkg.m")
+    helper = ClassRef(facts, facts.classes["Helper"])
+    assert not helper.defines("forward") and "Helper" in facts.pending
+    assert not helper.may_hold("make_layers") and helper.may_hold(r"self\.proj")
+    assert helper.defines("project") and "Helper" not in facts.pending
+    assert not helper.defines("proj")
+
+
+def test_a_module_read_to_resolve_names_is_cached_apart_from_a_target(tmp_path) -> None:
+    """A module parsed on demand leaves every body for later; those facts must never stand in
+    for the same file's facts as a target, whose classes rules read directly."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "m.py").write_text(MODEL)
+    store = FactsCache(tmp_path / "cache")
+    [ref] = Index([tmp_path], store).lookup("pkg.m", "Model")
+    assert "Model" in ref.module.pending
+    target = Index([tmp_path], store).parse(MODEL.encode(), str(tmp_path / "pkg" / "m.py"), "pkg.m")
+    assert "Model" not in target.pending and target.classes["Model"].producers
+    assert store.key(b"x", "m") != store.key(b"x", "m", "headers")
 
 
 def test_index_resolves_into_pending_classes(tmp_path) -> None:
@@ -189,12 +256,13 @@ def test_classes_completed_in_a_run_are_cached_for_the_next(tmp_path, monkeypatc
     (tmp_path / "src" / "pkg" / "m.py").write_text(MODEL)
     first = Index([tmp_path / "src"], FactsCache(tmp_path / "cache"))
     [ref] = first.lookup("pkg.m", "Model")
-    first.resolve(ref.module, "Helper")
+    [helper] = first.resolve(ref.module, "Helper")
+    assert ref.cls.producers and helper.cls.submodules
     first.flush()
     parsed = []
     monkeypatch.setattr("contractfix.index.complete", lambda module, name: parsed.append(name))
     second = Index([tmp_path / "src"], FactsCache(tmp_path / "cache"))
     [ref] = second.lookup("pkg.m", "Model")
     [helper] = second.resolve(ref.module, "Helper")
-    assert parsed == [] and helper.cls.method_names == {"__init__", "project"}
-    assert set(ref.module.pending) == {"Builder"}
+    assert helper.cls.method_names == {"__init__", "project"} and ref.cls.producers and parsed == []
+    assert set(ref.module.pending) == {"Builder", "Sub"}

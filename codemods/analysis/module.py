@@ -8,8 +8,10 @@ the whole file: the text parsed keeps every line in place, blank where it is not
 
 from __future__ import annotations
 
+import array
 import ast
 import bisect
+import functools
 import io
 import re
 import tokenize
@@ -26,9 +28,11 @@ Positioned = ast.expr | ast.stmt | ast.arg | ast.keyword | ast.alias | ast.excep
 SUPPRESSION = re.compile(r"#\s*contractfix:\s*ignore\[([A-Za-z0-9,\s]+)\]")
 
 
-def analyze_source(source: bytes, path: str, module: str) -> ModuleFacts:
+def analyze_source(source: bytes, path: str, module: str, headers_only: bool = False) -> ModuleFacts:
     """Parse `source` and return its facts. Raises SyntaxError / ValueError on bad input (a
-    syntax error in a part no need asks for may go unseen)."""
+    syntax error in a part no need asks for may go unseen). `headers_only` leaves every class
+    body pending: for a module read only to resolve names, whose classes are read through a
+    `ClassRef` (never as a target's)."""
     text = source.decode("utf-8", errors="replace")
     facts = ModuleFacts(
         path=path,
@@ -41,7 +45,7 @@ def analyze_source(source: bytes, path: str, module: str) -> ModuleFacts:
     )
     lines = re.split(r"\r\n|\r|\n", text)  # the lines ast numbers (not str.splitlines: form feeds)
     try:
-        _partial(facts, lines)
+        _partial(facts, lines, headers_only)
     except (Unplaceable, SyntaxError, ValueError):
         facts.imports.clear()
         facts.classes.clear()
@@ -58,17 +62,41 @@ def complete(module: ModuleFacts, name: str) -> ClassFacts:
     if not module.source:
         raise RuntimeError(f"{module.path}: the source of pending class {name} is not known")
     start, end = module.pending.pop(name)
+    rows, lines = _split(module.source)
     try:
-        tree = ast.parse(_keep(_rows(module.source), [(start, end)]), filename=module.path)
+        tree = ast.parse("\n" * (start - 1) + "\n".join(rows[start - 1 : end]), filename=module.path)
         node = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == name][-1]
     except (SyntaxError, ValueError, IndexError):
         tree = ast.parse(module.source, filename=module.path)
         node = [n for n in _module_statements(tree.body) if isinstance(n, ast.ClassDef) and n.name == name][-1]
     _char_columns(tree, module.source)
-    lines = re.split(r"\r\n|\r|\n", module.source.decode("utf-8", errors="replace"))
     entry = module.classes[name]
     entry.__dict__.update(ClassAnalyzer(node, lines).run().__dict__)
     return entry
+
+
+def pending_text_has(module: ModuleFacts, name: str, pattern: str) -> bool:
+    """Whether the block of pending class `name` has text matching `pattern` (an ASCII regex,
+    searched in the source's bytes): a fact that needs such text is known to be absent without
+    parsing the class."""
+    start, end = module.pending[name]
+    starts = _line_starts(module.source)
+    stop = starts[end] if end < len(starts) else len(module.source)
+    return re.compile(pattern.encode()).search(module.source, starts[start - 1], stop) is not None
+
+
+@functools.lru_cache(maxsize=2)
+def _line_starts(source: bytes) -> array.array:
+    """The offset of each line's first byte (index 0: line 1), lines ended by `\\n` (a module
+    with other line ends has no pending class: `outline` refuses it)."""
+    return array.array("q", [0, *(found.end() for found in re.finditer(b"\n", source))])
+
+
+@functools.lru_cache(maxsize=16)
+def _split(source: bytes) -> tuple[list[str], list[str]]:
+    """`_rows` and the lines ast numbers, of a module whose classes are completed one by one
+    (bytes hash once, so the lookup is cheap)."""
+    return _rows(source), re.split(r"\r\n|\r|\n", source.decode("utf-8", errors="replace"))
 
 
 def _rows(source: bytes) -> list[str]:
@@ -92,10 +120,12 @@ def _keep(rows: list[str], spans: list[tuple[int, int]], stubs: tuple[Statement,
     return "\n".join(kept)
 
 
-def _partial(facts: ModuleFacts, lines: list[str]) -> None:
+def _partial(facts: ModuleFacts, lines: list[str], headers_only: bool) -> None:
     """Imports, `if` / `try` blocks and needed classes parsed; other classes only by header,
     except those with a base imported from a needed package or defined in this module (a
-    subclass inherits what its base's facts say)."""
+    subclass inherits what its base's facts say), and those a parsed class of this module
+    builds as a submodule (a `ClassRef` would parse them anyway, later and in the one main
+    process; here they are parsed in the worker)."""
     rows = _rows(facts.source)
     statements = outline("\n".join(rows))
     markers = needs.markers()
@@ -105,7 +135,7 @@ def _partial(facts: ModuleFacts, lines: list[str]) -> None:
         if statement.kind in ("import", "compound"):
             spans.append(span)
         elif statement.kind == "class":
-            block = "\n".join(rows[statement.start - 1 : statement.end])
+            block = "" if headers_only else "\n".join(rows[statement.start - 1 : statement.end])
             if any(m in block for m in markers):
                 spans.append(span)
             else:
@@ -113,20 +143,41 @@ def _partial(facts: ModuleFacts, lines: list[str]) -> None:
     tree = ast.parse(_keep(rows, spans, tuple(stubs.values())), filename=facts.path)
     _char_columns(tree, facts.source)
     _read(facts, tree, lines, stubs)
+    if headers_only:
+        return
     packages = needs.base_packages()
-    based = [
-        (stub.start, stub.end) for name, stub in _pending_stubs(facts, stubs)
+    _parse_pending(facts, rows, lines, stubs, {
+        name for name, _ in _pending_stubs(facts, stubs)
         if any(_imported_from(facts, base, packages) or base in facts.classes for base in facts.classes[name].bases)
-    ]
-    if based:
-        tree = ast.parse(_keep(rows, based), filename=facts.path)
-        _char_columns(tree, facts.source)
-        for node in tree.body:
-            if isinstance(node, ast.ClassDef) and facts.pending.get(node.name) == (
-                stubs[node.lineno].start, stubs[node.lineno].end
-            ):
-                del facts.pending[node.name]
-                facts.classes[node.name].__dict__.update(ClassAnalyzer(node, lines).run().__dict__)
+    })
+    for _ in range(BUILT_DEPTH):
+        built = {
+            sub.ctor for name, cls in facts.classes.items() if name not in facts.pending
+            for subs in cls.submodules.values() for sub in subs if sub.ctor in facts.pending
+        }
+        if not built:
+            break
+        _parse_pending(facts, rows, lines, stubs, built)
+
+
+BUILT_DEPTH = 3
+"""Levels of submodules (model -> decoder layer -> attention) parsed ahead in the worker."""
+
+
+def _parse_pending(facts: ModuleFacts, rows: list[str], lines: list[str], stubs: dict[int, Statement],
+                   names: set[str]) -> None:
+    """Parse the pending classes `names` of this module, in one parse."""
+    chosen = [stub for name, stub in _pending_stubs(facts, stubs) if name in names]
+    if not chosen:
+        return
+    tree = ast.parse(_keep(rows, [(stub.start, stub.end) for stub in chosen]), filename=facts.path)
+    _char_columns(tree, facts.source)
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and facts.pending.get(node.name) == (
+            stubs[node.lineno].start, stubs[node.lineno].end
+        ):
+            del facts.pending[node.name]
+            facts.classes[node.name].__dict__.update(ClassAnalyzer(node, lines).run().__dict__)
 
 
 def _read(facts: ModuleFacts, tree: ast.Module, lines: list[str], stubs: dict[int, Statement]) -> None:
@@ -166,9 +217,7 @@ def _char_columns(tree: ast.AST, source: bytes) -> None:
     on the lines where the two differ."""
     if source.isascii():
         return
-    encoding = tokenize.detect_encoding(io.BytesIO(source).readline)[0]
-    lines = re.split(r"\r\n|\r|\n", source.decode(encoding, errors="replace"))
-    wide = [number for number, line in enumerate(lines, start=1) if not line.isascii()]
+    lines, wide = _wide(source)
     ends = set(wide)
 
     def chars(number: int, offset: int) -> int:
@@ -187,6 +236,15 @@ def _char_columns(tree: ast.AST, source: bytes) -> None:
             if node.end_col_offset is not None and node.end_lineno in ends:
                 node.end_col_offset = chars(node.end_lineno, node.end_col_offset)
         stack.extend(ast.iter_child_nodes(node))
+
+
+@functools.lru_cache(maxsize=16)
+def _wide(source: bytes) -> tuple[list[str], list[int]]:
+    """The lines of `source` as ast numbers them, and the numbers of those that are not ASCII
+    (kept for the next class of the same module)."""
+    encoding = tokenize.detect_encoding(io.BytesIO(source).readline)[0]
+    lines = re.split(r"\r\n|\r|\n", source.decode(encoding, errors="replace"))
+    return lines, [number for number, line in enumerate(lines, start=1) if not line.isascii()]
 
 
 def _suppressions(text: str) -> dict[int, tuple[str, ...]]:

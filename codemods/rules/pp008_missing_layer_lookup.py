@@ -145,7 +145,7 @@ def _loader(ctx: Context, ref: ClassRef, name: str) -> tuple[ClassRef, Loader] |
     """The loader `name` as `ref` resolves it: the first class in the MRO defining the method."""
     method = name.split(".")[0]
     for node in ctx.index.mro(ref):
-        if method in node.cls.method_names:
+        if node.defines(method):
             found = node.cls.loading.loaders.get(name) if node.cls.loading else None
             return (node, found) if found else None
     return None

@@ -145,7 +145,7 @@ def _relative_finding(ctx: Context, ref: ClassRef, where: tuple[int, int, str], 
 def _flag_setter(ctx: Context, ref: ClassRef) -> ClassRef | None:
     """The first class in `ref`'s MRO that sets the flag."""
     for node in ctx.index.mro(ref):
-        if node.cls.aux is not None and node.cls.aux.flag is not None:
+        if node.may_hold(FLAG) and node.cls.aux is not None and node.cls.aux.flag is not None:
             return node
     return None
 

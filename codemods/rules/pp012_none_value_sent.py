@@ -143,7 +143,7 @@ def _none_returning_layer(ctx: Context, ref: ClassRef, origin: Origin) -> tuple[
         if not ctors:
             continue
         for layer in (c for ctor in ctors for c in ctx.index.resolve(node.module, ctor)):
-            forward = next((n for n in ctx.index.mro(layer) if "forward" in n.cls.method_names), None)
+            forward = next((n for n in ctx.index.mro(layer) if n.defines("forward")), None)
             returns = forward.cls.values.none_returns if forward and forward.cls.values else ()
             line = next((line for position, line in returns if position == origin.position), None)
             if forward is not None and line is not None:
@@ -156,7 +156,7 @@ def _none_returning_method(ctx: Context, ref: ClassRef, origin: Origin) -> tuple
     """The class whose method `self.<attr>` resolves to, when that method can return None, and
     the line of that return."""
     for node in ctx.index.mro(ref):
-        if origin.attr in node.cls.method_names:
+        if node.defines(origin.attr):
             line = dict(node.cls.values.none_methods).get(origin.attr) if node.cls.values else None
             return (node, line) if line else None
     return None
