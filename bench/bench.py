@@ -187,14 +187,25 @@ def measure(listed: list[Task], runs: int) -> list[Result]:
 
 def run(argv: list[str], env: dict, cwd: str) -> float:
     start = time.perf_counter()
-    subprocess.run(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-    return time.perf_counter() - start
+    done = subprocess.run(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
+    elapsed = time.perf_counter() - start
+    _refuse_failed(argv, done.returncode, done.stderr)
+    return elapsed
+
+
+def _refuse_failed(argv: list[str], status: int, stderr: bytes) -> None:
+    """Stop on a command that failed rather than time it: exit 0 or 1 (findings, diffs) is a run,
+    anything else, or a traceback (which also exits 1), is not."""
+    if status in (0, 1) and b"Traceback (most recent call last)" not in stderr:
+        return
+    tail = stderr.decode(errors="replace").strip().splitlines()[-5:]
+    sys.exit(f"failed (exit {status}): {' '.join(argv)}\n" + "\n".join(tail))
 
 
 def run_sampled(argv: list[str], env: dict, cwd: str, interval: float = 0.01) -> float:
     """Peak of the summed resident memory of the process and all its descendants, in MB (at least
     the largest single process's peak, which the kernel reports when the process is reaped)."""
-    process = psutil.Popen(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = psutil.Popen(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     peak = 0
     done = threading.Event()
 
@@ -210,9 +221,11 @@ def run_sampled(argv: list[str], env: dict, cwd: str, interval: float = 0.01) ->
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
-    _, _, usage = os.wait4(process.pid, 0)
+    stderr = process.stderr.read()
+    _, status, usage = os.wait4(process.pid, 0)
     done.set()
     sampler.join()
+    _refuse_failed(argv, os.waitstatus_to_exitcode(status), stderr)
     return max(peak, usage.ru_maxrss * 1024) / 2**20
 
 

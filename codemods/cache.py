@@ -67,15 +67,6 @@ class FactsCache:
 
     def get(self, key: str, path: str) -> facts.ModuleFacts | None:
         """The cached facts for `key`, as facts of the file at `path`; None on any miss."""
-        stored = self.read(key)
-        return None if stored is None else self.load(stored, path)
-
-    def put(self, key: str, value: facts.ModuleFacts) -> None:
-        if self.folder is not None:
-            self.write(key, pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
-
-    def read(self, key: str) -> bytes | None:
-        """The bytes stored under `key`, unchecked (`load` checks them); None on a miss."""
         if self.folder is None:
             return None
         try:
@@ -83,24 +74,15 @@ class FactsCache:
             with os.fdopen(fd, "rb") as handle:
                 if not stat.S_ISREG(os.fstat(fd).st_mode):
                     return None  # a FIFO or device planted in the cache must never block the run
-                return handle.read()
-        except OSError:
-            return None
-
-    @staticmethod
-    def load(stored: bytes, path: str) -> facts.ModuleFacts | None:
-        """Facts from stored bytes, as facts of the file at `path`; None for bytes that are not."""
-        try:
-            found = pickle.loads(stored)
-        except (pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError, TypeError, IndexError):
+                found = pickle.load(handle)
+        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError, TypeError):
             return None
         if not isinstance(found, facts.ModuleFacts):
             return None
         found.path = path
         return found
 
-    def write(self, key: str, blob: bytes) -> None:
-        """Store pickled facts under `key`, atomically; a folder that fails is not used again."""
+    def put(self, key: str, value: facts.ModuleFacts) -> None:
         if self.folder is None:
             return
         folder = self.folder / key[:2]
@@ -108,7 +90,7 @@ class FactsCache:
             folder.mkdir(parents=True, exist_ok=True)
             fd, temp = tempfile.mkstemp(dir=folder, suffix=".tmp")
             with os.fdopen(fd, "wb") as handle:
-                handle.write(blob)
+                pickle.dump(value, handle, protocol=pickle.HIGHEST_PROTOCOL)
             os.replace(temp, folder / key)
         except OSError:
             self.folder = None

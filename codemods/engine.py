@@ -6,11 +6,10 @@ import ast
 import functools
 import gc
 import os
-import pickle
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -449,40 +448,39 @@ def _problem(error: Exception) -> str:
     return f"cannot parse: {error}"
 
 
-def _job(cache: FactsCache, item: tuple[str, str, bytes, str]) -> bytes | str:
-    """Facts of one file missing from the cache, stored there and handed back as the bytes the
-    cache holds (pickled once; the main process only loads them), or why it does not parse."""
-    key, path, data, name = item
+def _job(item: tuple[str, bytes, str]) -> ModuleFacts | str:
+    path, data, name = item
     try:
-        facts = analyze_source(data, path, name)
+        return analyze_source(data, path, name)
     except UNPARSABLE as error:
         return _problem(error)
-    blob = pickle.dumps(facts, protocol=pickle.HIGHEST_PROTOCOL)
-    cache.write(key, blob)
-    return blob
 
 
 def _analyze_all(sources: list[tuple[Path, bytes]], index: Index, jobs: int) -> list[ModuleFacts | str]:
     """Facts for every source: cached ones read back, the rest parsed (in parallel when many)."""
     results: list[ModuleFacts | str | None] = []
     keys: list[str] = []
-    misses: list[tuple[str, str, bytes, str]] = []
+    misses: list[tuple[int, str, tuple[str, bytes, str]]] = []
     for path, data in sources:
         name = module_name(path, import_root(path))
         key = index.cache.key(data, name)
         keys.append(key)
         results.append(index.cache.get(key, str(path)))
         if results[-1] is None:
-            misses.append((key, str(path), data, name))
-    job = functools.partial(_job, index.cache)
-    workers = pool_size(jobs, len(misses))
-    hits = len(sources) - len(misses)
-    if workers <= 1 or len(misses) < PARALLEL_THRESHOLD:
-        _fill(results, progress.track(map(job, misses), "files analyzed", len(sources), hits), sources)
+            misses.append((len(results) - 1, key, (str(path), data, name)))
+    items = [m[2] for m in misses]
+    workers = pool_size(jobs, len(items))
+    hits = len(sources) - len(items)
+    if workers <= 1 or len(items) < PARALLEL_THRESHOLD:
+        parsed = list(progress.track(map(_job, items), "files analyzed", len(sources), hits))
     else:
         with ProcessPoolExecutor(workers, initializer=_die_with, initargs=(os.getpid(),)) as pool:
-            chunks = pool.map(job, misses, chunksize=max(1, len(misses) // (workers * 4)))
-            _fill(results, progress.track(chunks, "files analyzed", len(sources), hits), sources)
+            chunks = pool.map(_job, items, chunksize=max(1, len(items) // (workers * 4)))
+            parsed = list(progress.track(chunks, "files analyzed", len(sources), hits))
+    for (position, key, _), result in zip(misses, parsed, strict=False):
+        results[position] = result
+        if not isinstance(result, str):
+            index.cache.put(key, result)
     analyzed: list[ModuleFacts | str] = []
     for facts, key, (_, data) in zip(results, keys, sources, strict=True):
         assert facts is not None, "every file missing from the cache was parsed"
@@ -491,23 +489,6 @@ def _analyze_all(sources: list[tuple[Path, bytes]], index: Index, jobs: int) -> 
             index.stored(key, facts)
         analyzed.append(facts)
     return analyzed
-
-
-def _fill(results: list, parsed: Iterable[bytes | str], sources: list[tuple[Path, bytes]]) -> None:
-    """Put each parsed file's facts in its empty place in `results`, loaded as they arrive (so
-    that no more than one file's pickled facts are held at a time)."""
-    places = (i for i, facts in enumerate(results) if facts is None)
-    for place, result in zip(places, parsed, strict=True):
-        results[place] = _loaded(result, sources[place][0])
-
-
-def _loaded(result: bytes | str, path: Path) -> ModuleFacts | str:
-    """The facts a worker handed back (as the cache stores them), or why there are none."""
-    if isinstance(result, str):
-        return result
-    facts = FactsCache.load(result, str(path))
-    assert facts is not None, "a worker sends only facts it has just pickled"
-    return facts
 
 
 def pool_size(jobs: int, work: int) -> int:

@@ -92,7 +92,7 @@ def _line_starts(source: bytes) -> array.array:
     return array.array("q", [0, *(found.end() for found in re.finditer(b"\n", source))])
 
 
-@functools.lru_cache(maxsize=16)
+@functools.lru_cache(maxsize=2)
 def _split(source: bytes) -> tuple[list[str], list[str]]:
     """`_rows` and the lines ast numbers, of a module whose classes are completed one by one
     (bytes hash once, so the lookup is cheap)."""
@@ -160,8 +160,9 @@ def _partial(facts: ModuleFacts, lines: list[str], headers_only: bool) -> None:
         _parse_pending(facts, rows, lines, stubs, built)
 
 
-BUILT_DEPTH = 3
-"""Levels of submodules (model -> decoder layer -> attention) parsed ahead in the worker."""
+BUILT_DEPTH = 1
+"""Levels of submodules parsed ahead in the worker: one (a model's decoder layer) takes most of
+the completions off the main process; each further level costs memory for fewer."""
 
 
 def _parse_pending(facts: ModuleFacts, rows: list[str], lines: list[str], stubs: dict[int, Statement],
@@ -238,7 +239,7 @@ def _char_columns(tree: ast.AST, source: bytes) -> None:
         stack.extend(ast.iter_child_nodes(node))
 
 
-@functools.lru_cache(maxsize=16)
+@functools.lru_cache(maxsize=2)
 def _wide(source: bytes) -> tuple[list[str], list[int]]:
     """The lines of `source` as ast numbers them, and the numbers of those that are not ASCII
     (kept for the next class of the same module)."""
