@@ -3,7 +3,7 @@
 One module per kind of fact, each feeding the one above it:
 
 - `module`: `ModuleFacts` of one source (imports, suppressions, its classes); the entry point.
-- `needs`: which classes must be parsed (the others are parsed when a `ClassRef` asks).
+- `needs`: which classes must be parsed (the others when a `ClassRef` reads their facts).
 - `outline`: where the top-level statements are, found without parsing.
 - `classes`: `ClassFacts` of one class (bases, methods, `__init__` structure).
 - `members`: what methods assign to `self` (producers, submodules).

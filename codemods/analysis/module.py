@@ -2,7 +2,7 @@
 
 Only the classes a need asks for (`needs.py`) are parsed with the module's imports and `if` /
 `try` blocks, found by `outline.py` without parsing; of the others only the header is parsed,
-and the body when a `ClassRef` asks for it (`complete`). Line and column numbers are those of
+and the body when a `ClassRef` reads its facts (`complete`). Line and column numbers are those of
 the whole file: the text parsed keeps every line in place, blank where it is not needed.
 """
 

@@ -2,7 +2,7 @@
 
 The first pass over a module parses its imports, its `if` / `try` blocks and the classes a need
 asks for; of every other class it reads only the header (name, place, bases) and leaves the body
-for later (`ModuleFacts.pending`), parsed when a `ClassRef` to it is made. A rule that reads
+for later (`ModuleFacts.pending`), parsed when a `ClassRef` reads its facts. A rule that reads
 facts of another kind of class straight from `ModuleFacts.classes` (without a `ClassRef`)
 declares a need for it with `declare`, so that its facts are there.
 """
