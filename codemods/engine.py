@@ -9,7 +9,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -472,15 +472,11 @@ def _analyze_all(sources: list[tuple[Path, bytes]], index: Index, jobs: int) -> 
     workers = pool_size(jobs, len(items))
     hits = len(sources) - len(items)
     if workers <= 1 or len(items) < PARALLEL_THRESHOLD:
-        parsed = list(progress.track(map(_job, items), "files analyzed", len(sources), hits))
+        _store(misses, progress.track(map(_job, items), "files analyzed", len(sources), hits), results, index.cache)
     else:
         with ProcessPoolExecutor(workers, initializer=_die_with, initargs=(os.getpid(),)) as pool:
             chunks = pool.map(_job, items, chunksize=max(1, len(items) // (workers * 4)))
-            parsed = list(progress.track(chunks, "files analyzed", len(sources), hits))
-    for (position, key, _), result in zip(misses, parsed, strict=False):
-        results[position] = result
-        if not isinstance(result, str):
-            index.cache.put(key, result)
+            _store(misses, progress.track(chunks, "files analyzed", len(sources), hits), results, index.cache)
     analyzed: list[ModuleFacts | str] = []
     for facts, key, (_, data) in zip(results, keys, sources, strict=True):
         assert facts is not None, "every file missing from the cache was parsed"
@@ -489,6 +485,15 @@ def _analyze_all(sources: list[tuple[Path, bytes]], index: Index, jobs: int) -> 
             index.stored(key, facts)
         analyzed.append(facts)
     return analyzed
+
+
+def _store(misses: list, parsed: Iterable[ModuleFacts | str], results: list, cache: FactsCache) -> None:
+    """Put each parsed file's facts in its place and in the cache as they arrive (while the
+    workers go on with the rest)."""
+    for (position, key, _), result in zip(misses, parsed, strict=True):
+        results[position] = result
+        if not isinstance(result, str):
+            cache.put(key, result)
 
 
 def pool_size(jobs: int, work: int) -> int:
