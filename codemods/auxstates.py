@@ -10,6 +10,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from .walk import walk
+
 FLAG = "supports_aux_hidden_states_over_pp"
 PACK = "pack_local_aux_hidden_states"
 COLLECT = "collect_remote_aux_hidden_states"
@@ -78,7 +80,7 @@ def aux_facts(node: ast.ClassDef, lines: list[str]) -> AuxFacts | None:
 
 def _relative_indices(fn: ast.AST) -> list[tuple[int, int, str]]:
     found = []
-    for loop in ast.walk(fn):
+    for loop in walk(fn):
         if not (isinstance(loop, (ast.For, ast.AsyncFor)) and isinstance(loop.target, ast.Tuple) and loop.target.elts):
             continue
         index, call = loop.target.elts[0], loop.iter
@@ -87,7 +89,7 @@ def _relative_indices(fn: ast.AST) -> list[tuple[int, int, str]]:
         if len(call.args) != 1 or call.keywords or not _stage_slice(call.args[0]):
             continue
         if any(_compares_absolute(node, index.id) for stmt in _until_rebound(loop.body, index.id)
-               for node in ast.walk(stmt)):
+               for node in walk(stmt)):
             found.append((call.lineno, call.col_offset, index.id))
     return found
 
@@ -104,9 +106,9 @@ def _until_rebound(body: list[ast.stmt], name: str) -> list[ast.stmt]:
     """The loop's statements up to the first that rebinds the index (`idx = idx + self.start_layer`)."""
     kept = []
     for stmt in body:
-        targets = [t for n in ast.walk(stmt) if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+        targets = [t for n in walk(stmt) if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign))
                    for t in (n.targets if isinstance(n, ast.Assign) else [n.target])]
-        if any(isinstance(t, ast.Name) and t.id == name for target in targets for t in ast.walk(target)):
+        if any(isinstance(t, ast.Name) and t.id == name for target in targets for t in walk(target)):
             break
         kept.append(stmt)
     return kept
@@ -149,7 +151,7 @@ def _docstring(stmt: ast.stmt) -> bool:
 
 def _called(fn: ast.AST) -> set[str]:
     names = set()
-    for node in ast.walk(fn):
+    for node in walk(fn):
         if not isinstance(node, ast.Call):
             continue
         func = node.func

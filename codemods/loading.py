@@ -11,6 +11,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from .walk import children, walk
+
 MISSING_CHECK = "is_pp_missing_parameter"
 SPLITTERS = ("make_layers", "PPMissingLayer")
 TRIES = tuple(getattr(ast, name) for name in ("Try", "TryStar") if hasattr(ast, name))
@@ -94,7 +96,7 @@ def loading_facts(node: ast.ClassDef, lines: list[str]) -> LoadingFacts | None:
 
 def _splits(fn: ast.AST) -> list[Split]:
     found = []
-    for node in ast.walk(fn):
+    for node in walk(fn):
         if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
             continue
         kind = _splitter(node.value)
@@ -110,7 +112,7 @@ def _splits(fn: ast.AST) -> list[Split]:
 
 
 def _splitter(value: ast.expr) -> str | None:
-    for node in ast.walk(value):
+    for node in walk(value):
         if isinstance(node, ast.Call):
             func = node.func
             name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
@@ -121,7 +123,7 @@ def _splitter(value: ast.expr) -> str | None:
 
 def _is_dict_source(value: ast.expr) -> bool:
     return any(
-        isinstance(n, ast.Attribute) and n.attr == "named_parameters" for n in ast.walk(value)
+        isinstance(n, ast.Attribute) and n.attr == "named_parameters" for n in walk(value)
     )
 
 
@@ -140,7 +142,7 @@ class _Walker:
         """Whether the function's text names `named_parameters` (else no dict comes from it)."""
 
     def run(self) -> None:
-        for node in ast.walk(self.fn) if self.named else ():
+        for node in walk(self.fn) if self.named else ():
             if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and _is_dict_source(node.value):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 self.dicts.update(t.id for t in targets if isinstance(t, ast.Name))
@@ -219,7 +221,7 @@ class _Walker:
                 target = self._helper(node.func)
                 if target:
                     self.loader.calls.append(LoaderCall(target, node.lineno, safe))
-            stack.extend((child, safe, fixable) for child in ast.iter_child_nodes(node))
+            stack.extend((child, safe, fixable) for child in children(node))
 
     def _lookup_key(self, node: ast.AST) -> ast.expr | None:
         if (isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load)

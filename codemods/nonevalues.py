@@ -15,6 +15,7 @@ import ast
 from dataclasses import dataclass
 
 from .vllm_names import TENSORS_CLASS
+from .walk import children, walk
 
 LAYER_BUILDERS = ("make_layers",)
 RANK_WORDS = ("is_first_rank", "is_last_rank", "get_pp_group", "pp_rank")
@@ -337,7 +338,7 @@ def _layers_attr(node: ast.expr) -> str | None:
 def _layer_ctors(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[tuple[str, str, int]]:
     nested = {n.name: n for n in fn.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
     found = []
-    for stmt in ast.walk(fn):
+    for stmt in walk(fn):
         if not isinstance(stmt, ast.Assign) or not isinstance(stmt.value, ast.Call):
             continue
         target = stmt.targets[0]
@@ -359,7 +360,7 @@ def _element_ctor(call: ast.Call, nested: dict[str, ast.FunctionDef | ast.AsyncF
         if isinstance(fn, ast.Lambda):
             element = fn.body
         elif isinstance(fn, ast.Name) and fn.id in nested:
-            returned = [n.value for n in ast.walk(nested[fn.id]) if isinstance(n, ast.Return) and n.value is not None]
+            returned = [n.value for n in walk(nested[fn.id]) if isinstance(n, ast.Return) and n.value is not None]
             element = returned[0] if len(returned) == 1 else None
     elif _callee(call) == "ModuleList" and call.args and isinstance(call.args[0], (ast.ListComp, ast.GeneratorExp)):
         element = call.args[0].elt
@@ -379,7 +380,7 @@ def _none_returns(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[tuple[int
             continue
         if isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple):
             found.update((i, node.lineno) for i, e in enumerate(node.value.elts) if _is_none(e))
-        stack.extend(ast.iter_child_nodes(node))
+        stack.extend(children(node))
     return tuple(sorted(found))
 
 
@@ -393,12 +394,12 @@ def _returns_none(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
             continue
         if isinstance(node, ast.Return) and (node.value is None or _is_none(node.value)):
             lines.append(node.lineno)
-        stack.extend(ast.iter_child_nodes(node))
+        stack.extend(children(node))
     return min(lines, default=0)
 
 
 def _names(target: ast.expr) -> list[str]:
-    return [n.id for n in ast.walk(target) if isinstance(n, ast.Name)]
+    return [n.id for n in walk(target) if isinstance(n, ast.Name)]
 
 
 def _is_none(node: ast.expr | None) -> bool:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import ast
 
+from .walk import walk
+
 WORD = "is_first_rank"
 
 
@@ -22,7 +24,7 @@ def first_rank_tests(node: ast.ClassDef, lines: list[str]) -> tuple[tuple[int, i
         start = min([item.lineno, *(d.lineno for d in getattr(item, "decorator_list", ()))])
         if any(WORD in line for line in lines[start - 1 : item.end_lineno]):
             found.extend(
-                (n.lineno, n.col_offset) for n in ast.walk(item)
+                (n.lineno, n.col_offset) for n in walk(item)
                 if isinstance(n, ast.Attribute) and n.attr == WORD and isinstance(n.ctx, ast.Load)
             )
     return tuple(sorted(found))

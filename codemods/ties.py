@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 
 from .vllm_names import FIRST_RANK, LAST_RANK
+from .walk import walk
 
 Cond = tuple
 TRUE: Cond = ("and", ())
@@ -210,7 +211,7 @@ class _Walker:
             self._tie("alias", left, right, target, guard)
 
     def calls(self, stmt: ast.stmt, guard: Cond) -> None:
-        for node in ast.walk(stmt):
+        for node in walk(stmt):
             if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute) or not node.args:
                 continue
             embedding = self_path(node.args[0])

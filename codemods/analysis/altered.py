@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from ..facts import AlteredOutput
+from ..walk import walk
 
 PassesIt = Callable[[ast.Call], bool]
 
@@ -188,12 +189,12 @@ class Flow:
         bare = {id(x) for x in slots} | {
             id(v) for x in slots if isinstance(x, ast.Dict) for v in x.values
         }
-        uses = [n for n in ast.walk(node) if isinstance(n, ast.Name) and n.id in state.inner]
-        nested = [n for n in ast.walk(node) if self.inner_call(n) and n is not node]
+        uses = [n for n in walk(node) if isinstance(n, ast.Name) and n.id in state.inner]
+        nested = [n for n in walk(node) if self.inner_call(n) and n is not node]
         return bool(uses) and not nested and all(id(n) in bare for n in uses)
 
     def _mentions(self, node: ast.AST, state: _State) -> bool:
-        return any(isinstance(n, ast.Name) and n.id in state.inner and isinstance(n.ctx, ast.Load) for n in ast.walk(node))
+        return any(isinstance(n, ast.Name) and n.id in state.inner and isinstance(n.ctx, ast.Load) for n in walk(node))
 
     def _uses(self, node, stmt: ast.stmt, state: _State) -> None:
         """An expression that reads the inner output (a local holding it, or an inner call
@@ -202,8 +203,8 @@ class Flow:
         if state.last_only or self.found:
             return
         for item in node if isinstance(node, list) else [node]:
-            chosen = {id(b) for n in ast.walk(item) if isinstance(n, ast.IfExp) for b in (n.body, n.orelse)}
-            for n in ast.walk(item):
+            chosen = {id(b) for n in walk(item) if isinstance(n, ast.IfExp) for b in (n.body, n.orelse)}
+            for n in walk(item):
                 if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in state.inner:
                     inner = state.inner[n.id]
                     if inner.depth < state.depth:

@@ -7,6 +7,7 @@ import ast
 
 from .. import auxstates, loading, nonevalues, rankuse, ties
 from ..facts import ClassFacts, Producer
+from ..walk import walk
 from .members import MemberWalker
 from .syntax import ATTR, DYNAMIC_BUILDERS, IT, IT_CLASS, Function, base_name, dotted
 from .traffic import FunctionAnalyzer
@@ -86,7 +87,7 @@ class ClassAnalyzer:
 
 def _builds(stmt: ast.stmt) -> bool:
     """Whether a statement constructs something: calls a class (a capitalized name) or a builder."""
-    for node in ast.walk(stmt):
+    for node in walk(stmt):
         if isinstance(node, ast.Call):
             chain = dotted(node.func) or ("",)
             if chain[-1][:1].isupper() or chain[-1] in DYNAMIC_BUILDERS:

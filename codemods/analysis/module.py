@@ -18,6 +18,7 @@ import tokenize
 from typing import TypeGuard
 
 from ..facts import ClassFacts, ModuleFacts
+from ..walk import children
 from . import needs
 from .classes import ClassAnalyzer
 from .outline import Statement, Unplaceable, outline
@@ -236,7 +237,7 @@ def _char_columns(tree: ast.AST, source: bytes) -> None:
                 node.col_offset = chars(first, node.col_offset)
             if node.end_col_offset is not None and node.end_lineno in ends:
                 node.end_col_offset = chars(node.end_lineno, node.end_col_offset)
-        stack.extend(ast.iter_child_nodes(node))
+        stack.extend(children(node))
 
 
 @functools.lru_cache(maxsize=2)

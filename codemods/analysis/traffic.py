@@ -7,6 +7,7 @@ import ast
 from typing import TypeGuard
 
 from ..facts import Access, Call, FunctionFacts, Guard, KeyUse, Param
+from ..walk import children
 from .altered import Flow
 from .syntax import (
     ATTR,
@@ -77,7 +78,7 @@ class FunctionAnalyzer:
                     guard = guard + negated
                 continue
             if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try)):
-                for child in ast.iter_child_nodes(stmt):
+                for child in children(stmt):
                     if isinstance(child, ast.expr):
                         self._expr(child, guard)
                 for block in blocks(stmt):
@@ -241,7 +242,7 @@ class FunctionAnalyzer:
                         self.facts.accesses.append(
                             Access("in", node.lineno, node.col_offset, ast.unparse(node))
                         )
-            stack.extend((child, where) for child in ast.iter_child_nodes(node))
+            stack.extend((child, where) for child in children(node))
 
     def _is_alias(self, node: ast.expr) -> bool:
         return isinstance(node, ast.Name) and node.id in self.aliases
