@@ -3,6 +3,7 @@ goes on (the healthy model beside it is still fixed) and no byte of any file is 
 
 from __future__ import annotations
 
+import gc
 import os
 import re
 import signal
@@ -572,6 +573,29 @@ def test_workers_die_with_the_main_process(repo: Path, sig: signal.Signals) -> N
                 pass
         main.kill()
         main.wait()
+
+
+def test_a_run_leaves_the_collector_as_it_found_it(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`check` and `fix` collect less often while they run, for speed; a caller using the
+    package keeps its own settings, also when the run raises."""
+    put(repo, "m.py", violating("M").encode())
+    before = gc.get_threshold()
+    seen: list[tuple[int, int, int]] = []
+    real = engine.analyze
+
+    def spy(*args, **kwargs):
+        seen.append(gc.get_threshold())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(engine, "analyze", spy)
+    engine.check([repo], Options(cache=False))
+    engine.fix([repo], Options(cache=False), write=False)
+    assert len(seen) == 2 and all(threshold[0] > before[0] for threshold in seen)
+    assert gc.get_threshold() == before
+    monkeypatch.setattr(engine, "analyze", lambda *args, **kwargs: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        engine.check([repo], Options(cache=False))
+    assert gc.get_threshold() == before
 
 
 def test_jobs_is_capped_at_the_cpus_and_the_work(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
