@@ -487,7 +487,8 @@ def _analyze_all(sources: list[tuple[Path, bytes]], index: Index, jobs: int) -> 
     return analyzed
 
 
-def _store(misses: list, parsed: Iterable[ModuleFacts | str], results: list, cache: FactsCache) -> None:
+def _store(misses: list[tuple[int, str, tuple[str, bytes, str]]], parsed: Iterable[ModuleFacts | str],
+           results: list[ModuleFacts | str | None], cache: FactsCache) -> None:
     """Put each parsed file's facts in its place and in the cache as they arrive (while the
     workers go on with the rest)."""
     for (position, key, _), result in zip(misses, parsed, strict=True):
