@@ -9,7 +9,8 @@ from typing import NamedTuple
 
 from .analysis import analyze_source, complete, pending_text_has
 from .cache import FactsCache
-from .facts import ClassFacts, FunctionFacts, ModuleFacts
+from .facts import ClassFacts, FunctionFacts, ModuleFacts, Producer
+from .vllm_names import PRODUCER
 
 
 @dataclass(frozen=True, eq=False)
@@ -39,6 +40,12 @@ class ClassRef:
         (so no fact that needs such text); True otherwise. Answered without parsing the body."""
         name = self.header.name
         return name not in self.module.pending or pending_text_has(self.module, name, pattern)
+
+    @property
+    def producers(self) -> list[Producer]:
+        """The class's own producers: none, unparsed, when its text never names the factory
+        (every kind of producer does)."""
+        return self.cls.producers if self.may_hold(PRODUCER) else []
 
     def defines(self, method: str) -> bool:
         """Whether the class's own body defines `method` (parsed only when its text can)."""

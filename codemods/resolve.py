@@ -80,9 +80,9 @@ class Resolver:
         `__init__` counts only when that `__init__` runs for `ref`."""
         runs = self.index.initialized(ref)
         for node in self.index.mro(ref):
-            if node.cls.is_protocol:
+            if node.header.is_protocol:
                 continue
-            producers = [p for p in node.cls.producers if p.scope != "__init__" or node.key in runs]
+            producers = [p for p in node.producers if p.scope != "__init__" or node.key in runs]
             if producers:
                 return self._producers(ref, node, trail, producers)
         return Allocation(Side(unknown=["no make_empty_intermediate_tensors"]), missing=True)
@@ -125,8 +125,8 @@ class Resolver:
     def _delegated(self, ref: ClassRef, node: ClassRef, target: tuple[str, ...], trail: tuple) -> Allocation:
         if target and target[0] == "super":
             for parent in self.index.mro(node)[1:]:
-                if parent.cls.producers and not parent.cls.is_protocol:
-                    return self._producers(ref, parent, trail, parent.cls.producers)
+                if parent.producers and not parent.header.is_protocol:
+                    return self._producers(ref, parent, trail, parent.producers)
             return Allocation(Side(unknown=["super() has no make_empty_intermediate_tensors"]))
         owners = self.object_classes(ref, target)
         if isinstance(owners, str):

@@ -8,11 +8,11 @@ the whole file: the text parsed keeps every line in place, blank where it is not
 
 from __future__ import annotations
 
-import array
 import ast
 import bisect
 import functools
 import io
+import itertools
 import re
 import tokenize
 from typing import TypeGuard
@@ -62,7 +62,7 @@ def complete(module: ModuleFacts, name: str) -> ClassFacts:
     every holder of the header-only entry sees the whole)."""
     if not module.source:
         raise RuntimeError(f"{module.path}: the source of pending class {name} is not known")
-    start, end = module.pending.pop(name)
+    start, end, _, _ = module.pending.pop(name)
     rows, lines = _split(module.source)
     try:
         tree = ast.parse("\n" * (start - 1) + "\n".join(rows[start - 1 : end]), filename=module.path)
@@ -80,17 +80,14 @@ def pending_text_has(module: ModuleFacts, name: str, pattern: str) -> bool:
     """Whether the block of pending class `name` has text matching `pattern` (an ASCII regex,
     searched in the source's bytes): a fact that needs such text is known to be absent without
     parsing the class."""
-    start, end = module.pending[name]
-    starts = _line_starts(module.source)
-    stop = starts[end] if end < len(starts) else len(module.source)
-    return re.compile(pattern.encode()).search(module.source, starts[start - 1], stop) is not None
+    _, _, first, stop = module.pending[name]
+    return re.compile(pattern.encode()).search(module.source, first, stop) is not None
 
 
-@functools.lru_cache(maxsize=2)
-def _line_starts(source: bytes) -> array.array:
+def _line_starts(source: bytes) -> list[int]:
     """The offset of each line's first byte (index 0: line 1), lines ended by `\\n` (a module
     with other line ends has no pending class: `outline` refuses it)."""
-    return array.array("q", [0, *(found.end() for found in re.finditer(b"\n", source))])
+    return [0, *itertools.accumulate(len(line) + 1 for line in source.split(b"\n"))]
 
 
 @functools.lru_cache(maxsize=2)
@@ -175,7 +172,7 @@ def _parse_pending(facts: ModuleFacts, rows: list[str], lines: list[str], stubs:
     tree = ast.parse(_keep(rows, [(stub.start, stub.end) for stub in chosen]), filename=facts.path)
     _char_columns(tree, facts.source)
     for node in tree.body:
-        if isinstance(node, ast.ClassDef) and facts.pending.get(node.name) == (
+        if isinstance(node, ast.ClassDef) and facts.pending.get(node.name, ())[:2] == (
             stubs[node.lineno].start, stubs[node.lineno].end
         ):
             del facts.pending[node.name]
@@ -184,6 +181,7 @@ def _parse_pending(facts: ModuleFacts, rows: list[str], lines: list[str], stubs:
 
 def _read(facts: ModuleFacts, tree: ast.Module, lines: list[str], stubs: dict[int, Statement]) -> None:
     """Imports and classes, in order (a later class of the same name replaces an earlier one)."""
+    starts = _line_starts(facts.source) if stubs else []
     for node in _module_statements(tree.body):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             _record_import(facts, node)
@@ -192,15 +190,15 @@ def _read(facts: ModuleFacts, tree: ast.Module, lines: list[str], stubs: dict[in
             analyzer = ClassAnalyzer(node, lines)
             facts.classes[node.name] = analyzer.facts if stub else analyzer.run()
             if stub:
-                facts.pending[node.name] = (stub.start, stub.end)
+                facts.pending[node.name] = (stub.start, stub.end, starts[stub.start - 1], starts[stub.end])
             else:
                 facts.pending.pop(node.name, None)
 
 
 def _pending_stubs(facts: ModuleFacts, stubs: dict[int, Statement]):
     for stub in stubs.values():
-        for name, span in facts.pending.items():
-            if span == (stub.start, stub.end):
+        for name, block in facts.pending.items():
+            if block[:2] == (stub.start, stub.end):
                 yield name, stub
 
 

@@ -82,7 +82,7 @@ def check(ctx: Context) -> list[Finding]:
     (a delegation in its `__init__`) they inherit, that `__init__` running for them too."""
     missing = [
         ref for ref in ctx.entries
-        if not ref.cls.is_protocol and PP_INTERFACE in ctx.index.base_names(ref)
+        if not ref.header.is_protocol and PP_INTERFACE in ctx.index.base_names(ref)
         and ctx.resolver.allocation(ref).missing
     ]
     findings = {ref: _finding(ctx, ref) for ref in missing}
@@ -106,8 +106,8 @@ def _placeholder(ctx: Context, ref: ClassRef) -> tuple[ClassRef, Producer] | Non
     """The producer that takes effect for `ref`, when it cannot take `(batch_size, dtype, device)`."""
     runs = ctx.index.initialized(ref)
     for node in ctx.index.mro(ref):
-        producers = [p for p in node.cls.producers if p.scope != "__init__" or node.key in runs]
-        if node.cls.is_protocol or not producers:
+        producers = [p for p in node.producers if p.scope != "__init__" or node.key in runs]
+        if node.header.is_protocol or not producers:
             continue
         for producer in producers:
             if producer.kind == "placeholder":

@@ -8,7 +8,7 @@ from pathlib import Path
 from ..edits import MissingGuard
 from ..findings import Applicability, Evidence, Finding, Fix
 from ..index import ClassRef
-from ..loading import Loader, Lookup, Split
+from ..loading import SPLITTERS, Loader, Lookup, Split
 from ..vllm_names import PP_INTERFACE
 from .base import Context, Rule
 from .holders import held_by
@@ -90,6 +90,8 @@ RULE = Rule(
 ENTRY = "load_weights"
 TOWER = re.compile(r"Encoder|Vision|Visual|Audio|Tower|ViT|Speech", re.I)
 DEPTH = 3
+SPLIT_WORDS = "|".join(SPLITTERS)
+"""A class whose text has none of these has no split (`loading_facts` looks for nothing else)."""
 
 
 def check(ctx: Context) -> list[Finding]:
@@ -160,6 +162,8 @@ def _split_sources(ctx: Context, ref: ClassRef, memo: dict, depth: int) -> list[
     found: list[tuple[ClassRef, Split]] = []
     attrs: set[str] = set()
     for node in ctx.index.mro(ref):
+        if not depth and not node.may_hold(SPLIT_WORDS):
+            continue  # neither a split nor (at the last level) submodules to read: left unparsed
         if node.cls.loading:
             found.extend((node, s) for s in node.cls.loading.splits)
         attrs.update(node.cls.submodules)
