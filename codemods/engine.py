@@ -7,10 +7,7 @@ import functools
 import gc
 import os
 import re
-import threading
-import time
-from collections.abc import Callable, Iterable
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, ParamSpec, TypeVar
@@ -28,13 +25,13 @@ from .index import ClassRef, Index, import_root, module_name
 from .registry import RegistryEntry, RegistryError, find_registry, load_registry, root_of
 from .resolve import Resolver
 from .suppress import apply_suppressions
+from .workers import UNPARSABLE, Parser, parse_problem
 
 if TYPE_CHECKING:
     from .apply import Rewrite
 
 P = ParamSpec("P")
 R = TypeVar("R")
-PARALLEL_THRESHOLD = 48
 MAX_ROUNDS = 10
 
 
@@ -363,34 +360,38 @@ def analyze(paths: list[Path], options: Options, report: Report) -> Session:
     files = _once(found.files) if len(paths) > 1 else found.files  # one path reaches a file once
     report.files_scanned = len(files)
     sources: list[tuple[Path, bytes]] = []
-    for path in files:
-        try:
-            data = read_source(path)
-        except OSError as error:
-            report.errors.append(FileError(path, f"cannot read: {error.strerror or error}"))
-            continue
-        if data is not None:
-            sources.append((path, data))
-    registry = _registry(paths, options) or fork_registry(found.files)
-    roots = {import_root(p) for p, _ in sources}
-    registered: list[RegistryEntry] = []
-    if registry:
-        try:
-            roots.add(root_of(registry))
-            registered = load_registry(registry)
-        except RegistryError as error:
-            report.errors.append(FileError(registry, str(error)))
-            registry = None
-    extras, context = extra_roots(options.extra_path, roots, sources, options.installed_vllm)
     cache = FactsCache(default_folder() if options.cache else None)
-    index = Index(sorted(roots, key=lambda r: len(r.parts), reverse=True) + extras, cache)
-    targets = []
-    for path, result in zip((p for p, _ in sources), _analyze_all(sources, index, options.jobs), strict=False):
-        if isinstance(result, str):
-            report.errors.append(FileError(path, result))
-            continue
-        index.add(result)
-        targets.append(result)
+    with Parser(cache, options.jobs) as parser:
+        for path in files:
+            try:
+                data = read_source(path)
+            except OSError as error:
+                report.errors.append(FileError(path, f"cannot read: {error.strerror or error}"))
+                continue
+            if data is not None:
+                sources.append((path, data))
+                parser.add(path, data)
+        registry = _registry(paths, options) or fork_registry(found.files)
+        roots = {import_root(p) for p, _ in sources}
+        registered: list[RegistryEntry] = []
+        if registry:
+            try:
+                roots.add(root_of(registry))
+                registered = load_registry(registry)
+            except RegistryError as error:
+                report.errors.append(FileError(registry, str(error)))
+                registry = None
+        extras, context = extra_roots(options.extra_path, roots, sources, options.installed_vllm)
+        index = Index(sorted(roots, key=lambda r: len(r.parts), reverse=True) + extras, cache)
+        targets = []
+        for (path, data), (key, result) in zip(sources, parser.results(), strict=True):
+            if isinstance(result, str):
+                report.errors.append(FileError(path, result))
+                continue
+            result.source = data
+            index.stored(key, result)
+            index.add(result)
+            targets.append(result)
     return Session(
         index, targets, registry, options, {str(p): d for p, d in sources}, registered,
         paths=list(paths), files=list(found.files), context=context,
@@ -432,87 +433,8 @@ def _unparsable(data: bytes, path: str) -> str | None:
     try:
         ast.parse(data, filename=path)
     except UNPARSABLE as error:
-        return _problem(error)
+        return parse_problem(error)
     return None
-
-
-UNPARSABLE = (SyntaxError, ValueError, UnicodeDecodeError, RecursionError, MemoryError)
-
-
-def _problem(error: Exception) -> str:
-    """What a parse that raised `error` (one of UNPARSABLE) says about the file."""
-    if isinstance(error, SyntaxError):
-        return f"syntax error: {error.msg} (line {error.lineno})"
-    if isinstance(error, (RecursionError, MemoryError)):
-        return "cannot parse: too deeply nested for Python's parser"
-    return f"cannot parse: {error}"
-
-
-def _job(item: tuple[str, bytes, str]) -> ModuleFacts | str:
-    path, data, name = item
-    try:
-        return analyze_source(data, path, name)
-    except UNPARSABLE as error:
-        return _problem(error)
-
-
-def _analyze_all(sources: list[tuple[Path, bytes]], index: Index, jobs: int) -> list[ModuleFacts | str]:
-    """Facts for every source: cached ones read back, the rest parsed (in parallel when many)."""
-    results: list[ModuleFacts | str | None] = []
-    keys: list[str] = []
-    misses: list[tuple[int, str, tuple[str, bytes, str]]] = []
-    for path, data in sources:
-        name = module_name(path, import_root(path))
-        key = index.cache.key(data, name)
-        keys.append(key)
-        results.append(index.cache.get(key, str(path)))
-        if results[-1] is None:
-            misses.append((len(results) - 1, key, (str(path), data, name)))
-    items = [m[2] for m in misses]
-    workers = pool_size(jobs, len(items))
-    hits = len(sources) - len(items)
-    if workers <= 1 or len(items) < PARALLEL_THRESHOLD:
-        _store(misses, progress.track(map(_job, items), "files analyzed", len(sources), hits), results, index.cache)
-    else:
-        with ProcessPoolExecutor(workers, initializer=_die_with, initargs=(os.getpid(),)) as pool:
-            chunks = pool.map(_job, items, chunksize=max(1, len(items) // (workers * 4)))
-            _store(misses, progress.track(chunks, "files analyzed", len(sources), hits), results, index.cache)
-    analyzed: list[ModuleFacts | str] = []
-    for facts, key, (_, data) in zip(results, keys, sources, strict=True):
-        assert facts is not None, "every file missing from the cache was parsed"
-        if isinstance(facts, ModuleFacts):
-            facts.source = data
-            index.stored(key, facts)
-        analyzed.append(facts)
-    return analyzed
-
-
-def _store(misses: list[tuple[int, str, tuple[str, bytes, str]]], parsed: Iterable[ModuleFacts | str],
-           results: list[ModuleFacts | str | None], cache: FactsCache) -> None:
-    """Put each parsed file's facts in its place and in the cache as they arrive (while the
-    workers go on with the rest)."""
-    for (position, key, _), result in zip(misses, parsed, strict=True):
-        results[position] = result
-        if not isinstance(result, str):
-            cache.put(key, result)
-
-
-def pool_size(jobs: int, work: int) -> int:
-    """Worker processes for `work` files: `jobs` (0: up to 8), never more than the CPUs this
-    process may run on, nor than the files."""
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return max(1, min(jobs if jobs > 0 else 8, cpus, work))
-
-
-def _die_with(parent: int) -> None:
-    """Worker initializer: exit as soon as `parent` is gone. A worker left behind when the main
-    process is killed would wait forever for work, holding the caller's output pipe open."""
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(0.2)
-        os._exit(1)
-
-    threading.Thread(target=watch, daemon=True).start()
 
 
 def evaluate(session: Session) -> tuple[list[Finding], list[Finding]]:

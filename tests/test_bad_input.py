@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from contractfix import apply, engine, roundtrip
+from contractfix import apply, engine, roundtrip, workers
 from contractfix.config import Options
 from contractfix.discover import MAX_SOURCE_BYTES
 from contractfix.findings import Report
@@ -317,7 +317,7 @@ def test_empty_and_whitespace_files_are_fine(repo: Path) -> None:
 
 def test_bad_file_among_many_takes_the_parallel_path(repo: Path) -> None:
     """Past the parallel threshold the analysis runs in worker processes; errors still come back."""
-    for i in range(engine.PARALLEL_THRESHOLD + 2):
+    for i in range(workers.PARALLEL_THRESHOLD + 2):
         put(repo, f"m{i:02d}.py", fixed(f"M{i}").encode())
     put(repo, "deep.py", violating("Deep").encode() + b"x = " + b"-" * 100_000 + b"1\n")
     put(repo, "syntax.py", b"class IntermediateTensors(:\n    def forward(self): ...\n")
@@ -524,13 +524,13 @@ def test_form_feed_line_rewritten_into_more_lines_is_refused() -> None:
 SLOW_PARALLEL_CHECK = """
 import sys, time
 from pathlib import Path
-from contractfix import engine
+from contractfix import engine, workers
 from contractfix.config import Options
 
 def slow(*args):
     time.sleep(120)
 
-engine.analyze_source = slow
+workers.analyze_source = slow
 engine.check([Path(sys.argv[1])], Options(jobs=2, cache=False))
 """
 
@@ -547,26 +547,26 @@ def _children(pid: int) -> set[int]:
 def test_workers_die_with_the_main_process(repo: Path, sig: signal.Signals) -> None:
     """Killing only the main process (as IDEs and CI agents do) during parallel analysis leaves
     no worker behind holding the output pipe: the reader sees the end of the output."""
-    for i in range(engine.PARALLEL_THRESHOLD + 2):
+    for i in range(workers.PARALLEL_THRESHOLD + 2):
         put(repo, f"m{i:02d}.py", violating(f"M{i}").encode())
     main = subprocess.Popen(
         [sys.executable, "-c", SLOW_PARALLEL_CHECK, str(repo)], cwd=Path(__file__).parents[1],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
     )
-    workers: set[int] = set()
+    pids: set[int] = set()
     try:
         deadline = time.monotonic() + 60
-        while len(workers) < 2 and time.monotonic() < deadline:
-            workers = _children(main.pid)
+        while len(pids) < 2 and time.monotonic() < deadline:
+            pids = _children(main.pid)
             time.sleep(0.1)
-        assert len(workers) >= 2, "the pool never started"
+        assert len(pids) >= 2, "the pool never started"
         main.send_signal(sig)
         main.wait(timeout=30)
         done = threading.Event()
         threading.Thread(target=lambda: (main.stdout.read(), done.set()), daemon=True).start()
         assert done.wait(timeout=30), "a worker still holds the output pipe"
     finally:
-        for pid in workers | _children(main.pid) if main.poll() is None else workers:
+        for pid in pids | _children(main.pid) if main.poll() is None else pids:
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
@@ -600,14 +600,14 @@ def test_a_run_leaves_the_collector_as_it_found_it(repo: Path, monkeypatch: pyte
 
 def test_jobs_is_capped_at_the_cpus_and_the_work(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     sizes: list[int] = []
-    real = engine.ProcessPoolExecutor
+    real = workers.ProcessPoolExecutor
 
-    def recording(workers, *args, **kwargs):
-        sizes.append(workers)
+    def recording(size, *args, **kwargs):
+        sizes.append(size)
         return real(2, *args, **kwargs)
 
-    monkeypatch.setattr(engine, "ProcessPoolExecutor", recording)
-    for i in range(engine.PARALLEL_THRESHOLD + 2):
+    monkeypatch.setattr(workers, "ProcessPoolExecutor", recording)
+    for i in range(workers.PARALLEL_THRESHOLD + 2):
         put(repo, f"m{i:02d}.py", violating(f"M{i}").encode())
     engine.check([repo], Options(jobs=100_000, cache=False))
     assert sizes and 1 <= sizes[0] <= len(os.sched_getaffinity(0))

@@ -1,4 +1,5 @@
-"""`walk` and `children` visit what `ast.walk` and `ast.iter_child_nodes` visit, in their order."""
+"""`walk` and `children` visit what `ast.walk` and `ast.iter_child_nodes` visit, in their order,
+less the contexts and operators."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import textwrap
 
 import pytest
 
-from contractfix.walk import children, walk
+from contractfix.walk import LEAVES, children, walk
 
 SOURCE = textwrap.dedent('''\
     import a.b as c
@@ -46,9 +47,27 @@ def test_the_same_nodes_in_the_same_order(source: str) -> None:
         tree = ast.parse(source)
     except SyntaxError:
         pytest.skip("a syntax this Python does not have")
-    assert [id(n) for n in walk(tree)] == [id(n) for n in ast.walk(tree)]
+    assert [id(n) for n in walk(tree)] == [id(n) for n in ast.walk(tree) if not isinstance(n, LEAF)]
     for node in ast.walk(tree):
-        assert [id(n) for n in children(node)] == [id(n) for n in ast.iter_child_nodes(node)]
+        assert [id(n) for n in children(node)] == [id(n) for n in ast.iter_child_nodes(node) if not isinstance(n, LEAF)]
+
+
+LEAF = (ast.expr_context, ast.operator, ast.boolop, ast.unaryop, ast.cmpop)
+
+
+@pytest.mark.parametrize("source", [SOURCE, *NEWER], ids=["3.10", "except*", "type"])
+def test_the_fields_left_out_hold_only_contexts_and_operators(source: str) -> None:
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        pytest.skip("a syntax this Python does not have")
+    seen = 0
+    for node in ast.walk(tree):
+        for name in LEAVES & set(node._fields):
+            value = getattr(node, name)
+            assert all(isinstance(v, LEAF) and not v._fields for v in (value if isinstance(value, list) else [value]))
+            seen += 1
+    assert seen
 
 
 def test_a_field_left_unset_is_skipped() -> None:

@@ -1,0 +1,135 @@
+"""Facts of the sources a run reads, parsed in worker processes while the rest are still read.
+
+A source whose facts are cached is read back at once. The others are parsed in the main process
+when they are few; once `PARALLEL_THRESHOLD` are missing, a pool of workers starts and takes
+them in batches as they are read, so that reading a tree overlaps parsing it.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from pathlib import Path
+
+from . import progress
+from .analysis import analyze_source
+from .cache import FactsCache
+from .facts import ModuleFacts
+from .index import import_root, module_name
+
+PARALLEL_THRESHOLD = 48
+"""Missing files from which a pool pays for its start."""
+BATCH = 8
+"""Files handed to a worker at once: few enough that the last batches spread over the workers."""
+UNPARSABLE = (SyntaxError, ValueError, UnicodeDecodeError, RecursionError, MemoryError)
+
+Job = tuple[str, bytes, str]
+"""A file's path, bytes and dotted module name."""
+Result = ModuleFacts | str
+"""A file's facts, or what its parse says is wrong with it."""
+
+
+def parse_problem(error: Exception) -> str:
+    """What a parse that raised `error` (one of UNPARSABLE) says about the file."""
+    if isinstance(error, SyntaxError):
+        return f"syntax error: {error.msg} (line {error.lineno})"
+    if isinstance(error, (RecursionError, MemoryError)):
+        return "cannot parse: too deeply nested for Python's parser"
+    return f"cannot parse: {error}"
+
+
+class Parser:
+    """Takes sources in order (`add`) and gives back their facts in the same order (`results`).
+    Use as a context manager: leaving it stops the workers, also when the run raises."""
+
+    def __init__(self, cache: FactsCache, jobs: int) -> None:
+        self.cache = cache
+        self.jobs = jobs
+        self.keys: list[str] = []
+        self.found: list[Result | None] = []
+        """Each source's facts: read back from the cache, or None until parsed."""
+        self.missing: list[tuple[int, Job]] = []
+        """(position, job) of each source to parse, in order."""
+        self.submitted = 0
+        """How many of `missing` were handed to the pool."""
+        self.batches: list[Future[list[Result]]] = []
+        self.pool: ProcessPoolExecutor | None = None
+
+    def __enter__(self) -> Parser:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(cancel_futures=True)
+
+    def add(self, path: Path, data: bytes) -> None:
+        name = module_name(path, import_root(path))
+        key = self.cache.key(data, name)
+        self.keys.append(key)
+        self.found.append(self.cache.get(key, str(path)))
+        if self.found[-1] is None:
+            self.missing.append((len(self.found) - 1, (str(path), data, name)))
+            if self.pool is None and len(self.missing) >= PARALLEL_THRESHOLD:
+                workers = pool_size(self.jobs, len(self.missing))
+                if workers > 1:
+                    self.pool = ProcessPoolExecutor(workers, initializer=_die_with, initargs=(os.getpid(),))
+            if self.pool is not None:
+                self._submit(BATCH)
+
+    def results(self) -> Iterator[tuple[str, Result]]:
+        """(cache key, facts or problem) of every source added, in order; each parsed file's
+        facts are cached as they arrive (while the workers go on with the rest)."""
+        self._submit(1)
+        parsed = (
+            (result for batch in self.batches for result in batch.result())
+            if self.pool is not None else (_job(job) for _, job in self.missing)
+        )
+        done = len(self.found) - len(self.missing)
+        for (position, _), result in zip(self.missing, progress.track(parsed, "files analyzed", len(self.found), done),
+                                         strict=True):
+            self.found[position] = result
+            if not isinstance(result, str):
+                self.cache.put(self.keys[position], result)
+        for key, found in zip(self.keys, self.found, strict=True):
+            assert found is not None, "every file missing from the cache was parsed"
+            yield key, found
+
+    def _submit(self, least: int) -> None:
+        """Hand the pool the jobs not yet submitted, in batches of BATCH, once `least` wait."""
+        while self.pool is not None and len(self.missing) - self.submitted >= least:
+            batch = [job for _, job in self.missing[self.submitted : self.submitted + BATCH]]
+            self.submitted += len(batch)
+            self.batches.append(self.pool.submit(_jobs, batch))
+
+
+def _jobs(batch: list[Job]) -> list[Result]:
+    return [_job(job) for job in batch]
+
+
+def _job(job: Job) -> Result:
+    path, data, name = job
+    try:
+        return analyze_source(data, path, name)
+    except UNPARSABLE as error:
+        return parse_problem(error)
+
+
+def pool_size(jobs: int, work: int) -> int:
+    """Worker processes for `work` files: `jobs` (0: up to 8), never more than the CPUs this
+    process may run on, nor than the files."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(1, min(jobs if jobs > 0 else 8, cpus, work))
+
+
+def _die_with(parent: int) -> None:
+    """Worker initializer: exit as soon as `parent` is gone. A worker left behind when the main
+    process is killed would wait forever for work, holding the caller's output pipe open."""
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.2)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True).start()
