@@ -65,6 +65,15 @@ class FactsCache:
         digest.update(data)
         return digest.hexdigest()
 
+    def has(self, key: str) -> bool:
+        """Whether an entry for `key` is there (`get` can still miss, if it cannot be read)."""
+        if self.folder is None:
+            return False
+        try:
+            return stat.S_ISREG(os.stat(self.folder / key[:2] / key).st_mode)
+        except OSError:
+            return False
+
     def get(self, key: str, path: str) -> facts.ModuleFacts | None:
         """The cached facts for `key`, as facts of the file at `path`; None on any miss."""
         if self.folder is None:

@@ -1,8 +1,8 @@
 """Facts of the sources a run reads, parsed in worker processes while the rest are still read.
 
-A source whose facts are cached is read back at once. The others are parsed in the main process
-when they are few; once `PARALLEL_THRESHOLD` are missing, a pool of workers starts and takes
-them in batches as they are read, so that reading a tree overlaps parsing it.
+A source whose facts are cached is read back once every source is read. The others are parsed in
+the main process when they are few; once `PARALLEL_THRESHOLD` are missing, a pool of workers
+starts and takes them in batches as they are read, so that reading a tree overlaps parsing it.
 """
 
 from __future__ import annotations
@@ -51,8 +51,12 @@ class Parser:
         self.keys: list[str] = []
         self.found: list[Result | None] = []
         """Each source's facts: read back from the cache, or None until parsed."""
+        self.cached: list[tuple[int, Job]] = []
+        """(position, job) of each source with an entry in the cache, read back once the sources
+        are all read (facts unpickled between reads spread the heap: a warm run takes more
+        memory)."""
         self.missing: list[tuple[int, Job]] = []
-        """(position, job) of each source to parse, in order."""
+        """(position, job) of each source to parse."""
         self.submitted = 0
         """How many of `missing` were handed to the pool."""
         self.batches: list[Future[list[Result]]] = []
@@ -69,19 +73,20 @@ class Parser:
         name = module_name(path, import_root(path))
         key = self.cache.key(data, name)
         self.keys.append(key)
-        self.found.append(self.cache.get(key, str(path)))
-        if self.found[-1] is None:
-            self.missing.append((len(self.found) - 1, (str(path), data, name)))
-            if self.pool is None and len(self.missing) >= PARALLEL_THRESHOLD:
-                workers = pool_size(self.jobs, len(self.missing))
-                if workers > 1:
-                    self.pool = ProcessPoolExecutor(workers, initializer=_die_with, initargs=(os.getpid(),))
-            if self.pool is not None:
-                self._submit(BATCH)
+        self.found.append(None)
+        job = (str(path), data, name)
+        if self.cache.has(key):
+            self.cached.append((len(self.found) - 1, job))
+        else:
+            self._miss(len(self.found) - 1, job)
 
     def results(self) -> Iterator[tuple[str, Result]]:
         """(cache key, facts or problem) of every source added, in order; each parsed file's
         facts are cached as they arrive (while the workers go on with the rest)."""
+        for position, job in self.cached:
+            self.found[position] = self.cache.get(self.keys[position], job[0])
+            if self.found[position] is None:
+                self._miss(position, job)
         self._submit(1)
         parsed = (
             (result for batch in self.batches for result in batch.result())
@@ -96,6 +101,15 @@ class Parser:
         for key, found in zip(self.keys, self.found, strict=True):
             assert found is not None, "every file missing from the cache was parsed"
             yield key, found
+
+    def _miss(self, position: int, job: Job) -> None:
+        self.missing.append((position, job))
+        if self.pool is None and len(self.missing) >= PARALLEL_THRESHOLD:
+            workers = pool_size(self.jobs, len(self.missing))
+            if workers > 1:
+                self.pool = ProcessPoolExecutor(workers, initializer=_die_with, initargs=(os.getpid(),))
+        if self.pool is not None:
+            self._submit(BATCH)
 
     def _submit(self, least: int) -> None:
         """Hand the pool the jobs not yet submitted, in batches of BATCH, once `least` wait."""
