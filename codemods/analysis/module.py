@@ -44,7 +44,7 @@ def analyze_source(source: bytes, path: str, module: str, headers_only: bool = F
         suppressions=_suppressions(text),
         source=source,
     )
-    lines = re.split(r"\r\n|\r|\n", text)  # the lines ast numbers (not str.splitlines: form feeds)
+    lines = _lines(text)
     try:
         _partial(facts, lines, headers_only)
     except (Unplaceable, SyntaxError, ValueError):
@@ -94,7 +94,13 @@ def _line_starts(source: bytes) -> list[int]:
 def _split(source: bytes) -> tuple[list[str], list[str]]:
     """`_rows` and the lines ast numbers, of a module whose classes are completed one by one
     (bytes hash once, so the lookup is cheap)."""
-    return _rows(source), re.split(r"\r\n|\r|\n", source.decode("utf-8", errors="replace"))
+    return _rows(source), _lines(source.decode("utf-8", errors="replace"))
+
+
+def _lines(text: str) -> list[str]:
+    """The lines as ast numbers them: ended by `\\r\\n`, `\\r` or `\\n` (not `str.splitlines`,
+    which also ends one at a form feed)."""
+    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
 
 
 def _rows(source: bytes) -> list[str]:
@@ -243,7 +249,7 @@ def _wide(source: bytes) -> tuple[list[str], list[int]]:
     """The lines of `source` as ast numbers them, and the numbers of those that are not ASCII
     (kept for the next class of the same module)."""
     encoding = tokenize.detect_encoding(io.BytesIO(source).readline)[0]
-    lines = re.split(r"\r\n|\r|\n", source.decode(encoding, errors="replace"))
+    lines = _lines(source.decode(encoding, errors="replace"))
     return lines, [number for number, line in enumerate(lines, start=1) if not line.isascii()]
 
 
@@ -260,7 +266,7 @@ def _suppressions(text: str) -> dict[int, tuple[str, ...]]:
             if token.type == tokenize.COMMENT
         ]
     except (tokenize.TokenError, SyntaxError):
-        comments = list(enumerate(re.split(r"\r\n|\r|\n", text), start=1))
+        comments = list(enumerate(_lines(text), start=1))
     for number, comment in comments:
         match = SUPPRESSION.search(comment)
         if match:
