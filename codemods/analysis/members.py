@@ -1,5 +1,5 @@
-"""What a method assigns to `self`: producers (`self.make_empty_intermediate_tensors = ...`) and
-submodules (`self.model = LlamaModel(...)`), with the configuration guard of each."""
+"""What a method assigns to `self`: producers (`self.make_empty_intermediate_tensors = ...`), each
+with its configuration guard, and submodules (`self.model = LlamaModel(...)`)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,20 @@ from typing import TypedDict
 from ..facts import ClassFacts, Guard, Producer, Submodule
 from .syntax import ATTR, DYNAMIC_BUILDERS, FACTORY, Function, blocks, condition, const_str, dotted
 from .traffic import FunctionAnalyzer, params_of, takes_three
+
+Tests = tuple[tuple[ast.expr, bool], ...]
+"""The `if` tests a statement is under, each with the branch taken (True: the body): read as a
+`Guard` only for a producer, the one fact that has one."""
+
+
+def _guard(tests: Tests) -> Guard:
+    """The configuration conditions among `tests` (rank and runtime tests are no guard)."""
+    found = []
+    for test, body in tests:
+        cond = condition(test)
+        if cond:
+            found.append(cond if body else (cond[0], not cond[1]))
+    return tuple(found)
 
 
 class _Where(TypedDict):
@@ -35,20 +49,18 @@ class MemberWalker:
             n.name: n for n in fn.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
         }
 
-    def walk(self, body: list[ast.stmt], guard: Guard) -> None:
+    def walk(self, body: list[ast.stmt], tests: Tests) -> None:
         for stmt in body:
             if isinstance(stmt, ast.If):
-                cond = condition(stmt.test)
-                self.walk(stmt.body, guard + ((cond,) if cond else ()))
-                negated = ((cond[0], not cond[1]),) if cond else ()
-                self.walk(stmt.orelse, guard + negated)
+                self.walk(stmt.body, tests + ((stmt.test, True),))
+                self.walk(stmt.orelse, tests + ((stmt.test, False),))
             elif isinstance(stmt, (ast.With, ast.For, ast.While, ast.Try)):
                 for block in blocks(stmt):
-                    self.walk(block, guard)
+                    self.walk(block, tests)
             elif isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
-                self._assign(stmt, stmt.value, guard)
+                self._assign(stmt, stmt.value, tests)
 
-    def _assign(self, stmt: ast.Assign | ast.AnnAssign, value: ast.expr, guard: Guard) -> None:
+    def _assign(self, stmt: ast.Assign | ast.AnnAssign, value: ast.expr, tests: Tests) -> None:
         targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
         for target in targets:
             if isinstance(target, ast.Name):
@@ -59,7 +71,7 @@ class MemberWalker:
             if not (isinstance(target, ast.Attribute) and dotted(target.value) == ("self",)):
                 continue
             if target.attr == ATTR:
-                self.facts.producers.append(self._producer(stmt, value, guard))
+                self.facts.producers.append(self._producer(stmt, value, _guard(tests)))
             elif target.attr.startswith("make_empty") and target.attr != ATTR:
                 self.facts.misspelled_producer.append(
                     Producer("unknown", stmt.lineno, stmt.col_offset, attr=target.attr)
