@@ -6,7 +6,9 @@ them (every pre-commit run pays for what is imported here)."""
 
 from __future__ import annotations
 
+import atexit
 import json
+import os
 import sys
 from contextlib import contextmanager
 from enum import Enum
@@ -406,3 +408,25 @@ def smoke(
         prepare=setup, timeout=timeout, base=base, echo=_echo, echo_err=lambda text: typer.echo(text, err=True),
     ))
 
+
+
+def run() -> None:
+    """The `contractfix` script: `app`, then the exit handlers, then an exit that leaves the
+    objects of the run to the operating system (a whole tree's facts take about 30 ms to free
+    one by one, a tenth of a pre-commit run). An exception still unwinds as usual."""
+    try:
+        app(prog_name="contractfix")
+    except SystemExit as stop:
+        if stop.code is not None and not isinstance(stop.code, int):
+            raise
+        code = stop.code or 0
+    else:
+        code = 0
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:  # None: started with the descriptor closed
+                stream.flush()
+        except (OSError, ValueError):  # a reader gone (a closed pipe), or a stream closed
+            code = code or 1
+    os._exit(code)

@@ -1,5 +1,5 @@
 """`python -m contractfix`: the same command line as the `contractfix` script."""
 
-from .cli import app
+from .cli import run
 
-app(prog_name="contractfix")
+run()

@@ -6,6 +6,8 @@ import io
 import json
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -319,3 +321,26 @@ def test_import_cli_loads_neither_git_nor_sweep_nor_smoke() -> None:
     from contractfix.sweep import DEFAULT_BRANCH
 
     assert inspect.signature(cli.sweep).parameters["branch"].default == DEFAULT_BRANCH
+
+
+RUN = """
+import atexit, sys
+from contractfix.cli import run
+atexit.register(lambda: print("exit handler ran", flush=True))
+sys.argv = ["contractfix", *sys.argv[1:]]
+run()
+"""
+
+
+@pytest.mark.parametrize(("args", "code"), [(["check", "clean.py"], 0), (["check", "step3.py"], 1),
+                                            (["check", "missing.py"], 2), (["check", "--bogus"], 2)])
+def test_the_script_keeps_exit_codes_output_and_exit_handlers(in_dir: Path, args: list[str], code: int) -> None:
+    """`run` (the console script) ends with `os._exit`: the code, the output written and the
+    exit handlers must all survive it."""
+    shutil.copy(STEP3, "step3.py")
+    shutil.copy(CLEAN, "clean.py")
+    result = subprocess.run([sys.executable, "-c", RUN, *args], capture_output=True, text=True, check=False, cwd=in_dir)
+    assert result.returncode == code, result.stdout + result.stderr
+    assert result.stdout.endswith("exit handler ran\n")
+    assert ("file(s) scanned" in result.stdout) == (args[1] != "--bogus")
+    assert ("No such option" in result.stderr) == (args[1] == "--bogus")
