@@ -11,7 +11,6 @@ from pathlib import Path
 from . import config, engine
 from .findings import Report
 from .report import color, stats
-from .report import github as github_report
 from .report import json_format as json_report
 from .report import text as text_report
 
@@ -99,6 +98,8 @@ def render(
         shown = replace(report, findings=report.remaining) if mode == "fix" and fixes is None else report
         return json.dumps(sarif.document(shown, verbose, fixes, rows), indent=2)
     if fmt == "github":
+        from .report import github as github_report
+
         out = github_report.render(report, verbose, mode)
         github_report.write_step_summary(report, mode)
     elif mode == "fix":

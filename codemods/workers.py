@@ -11,14 +11,18 @@ import os
 import threading
 import time
 from collections.abc import Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import progress
 from .analysis import analyze_source
 from .cache import FactsCache
 from .facts import ModuleFacts
 from .index import import_root, module_name
+
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
 
 PARALLEL_THRESHOLD = 48
 """Missing files from which a pool pays for its start."""
@@ -107,6 +111,8 @@ class Parser:
         if self.pool is None and len(self.missing) >= PARALLEL_THRESHOLD:
             workers = pool_size(self.jobs, len(self.missing))
             if workers > 1:
+                from concurrent.futures import ProcessPoolExecutor  # multiprocessing: 6 ms a warm run spares
+
                 self.pool = ProcessPoolExecutor(workers, initializer=_die_with, initargs=(os.getpid(),))
         if self.pool is not None:
             self._submit(BATCH)

@@ -3,6 +3,7 @@ goes on (the healthy model beside it is still fixed) and no byte of any file is 
 
 from __future__ import annotations
 
+import concurrent.futures
 import gc
 import os
 import re
@@ -600,13 +601,13 @@ def test_a_run_leaves_the_collector_as_it_found_it(repo: Path, monkeypatch: pyte
 
 def test_jobs_is_capped_at_the_cpus_and_the_work(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     sizes: list[int] = []
-    real = workers.ProcessPoolExecutor
+    real = concurrent.futures.ProcessPoolExecutor
 
     def recording(size, *args, **kwargs):
         sizes.append(size)
         return real(2, *args, **kwargs)
 
-    monkeypatch.setattr(workers, "ProcessPoolExecutor", recording)
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", recording)
     for i in range(workers.PARALLEL_THRESHOLD + 2):
         put(repo, f"m{i:02d}.py", violating(f"M{i}").encode())
     engine.check([repo], Options(jobs=100_000, cache=False))

@@ -304,13 +304,12 @@ def test_select_pp100_alone_reports_every_suppression_like_ruff_ruf100(in_dir: P
     assert "PP999" in alone.output
 
 
-def test_import_cli_loads_neither_git_nor_sweep_nor_smoke() -> None:
-    import subprocess
-    import sys
-
+def test_import_cli_loads_neither_git_nor_sweep_nor_smoke_nor_the_pool() -> None:
+    """What a pre-commit run on one file (no worker pool) imports is paid by every such run."""
     code = (
-        "import sys, contractfix.cli; bad = sorted(m for m in sys.modules if m == 'git' or m.startswith(('git.', "
-        "'contractfix.sweep', 'contractfix.smoke', 'contractfix.gitops', 'contractfix.gh', 'contractfix.demo'))); "
+        "import sys, contractfix.cli; bad = sorted(m for m in sys.modules if m in ('git', 'multiprocessing') or "
+        "m.startswith(('git.', 'contractfix.sweep', 'contractfix.smoke', 'contractfix.gitops', 'contractfix.gh', "
+        "'contractfix.demo', 'contractfix.report.sarif', 'contractfix.report.github'))); "
         "import os; print(bad, os.path.realpath(contractfix.cli.__file__))"
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout
