@@ -132,6 +132,39 @@ def test_classes_a_parsed_class_builds_are_parsed_ahead() -> None:
     assert repr(facts.classes["Layer"]) == repr(complete(analyze_source(source, "m.py", "pkg.m", headers_only=True), "Layer"))
 
 
+def test_layers_whose_output_is_sent_are_parsed_ahead() -> None:
+    """A layer class built through `make_layers` whose output the model sends (PP012 reads its
+    `forward`) is parsed in the worker; a layer whose output is not sent is left pending."""
+    source = textwrap.dedent('''\
+        class Layer(nn.Module):
+            def forward(self, positions, hidden_states, residual):
+                return hidden_states, None
+
+
+        class Other(nn.Module):
+            def forward(self, x):
+                return x, None
+
+
+        class Model(nn.Module):
+            def __init__(self, config):
+                self.start_layer, self.end_layer, self.layers = make_layers(config.n, lambda prefix: Layer())
+                self.others = nn.ModuleList([Other() for _ in range(2)])
+
+            def forward(self, input_ids, positions, intermediate_tensors=None):
+                residual = None
+                for layer in self.layers[self.start_layer:self.end_layer]:
+                    hidden_states, residual = layer(positions, hidden_states, residual)
+                for other in self.others:
+                    other(hidden_states)
+                return IntermediateTensors({"hidden_states": hidden_states, "residual": residual})
+    ''').encode()
+    facts = analyze_source(source, "m.py", "pkg.m")
+    assert set(facts.pending) == {"Other"}
+    assert facts.classes["Layer"].values and facts.classes["Layer"].values.none_returns == ((1, 3),)
+    assert repr(facts.classes["Layer"]) == repr(complete(analyze_source(source, "m.py", "pkg.m", headers_only=True), "Layer"))
+
+
 def test_a_class_reference_completes_a_pending_class_when_read() -> None:
     facts = analyze_source(MODEL.encode(), "m.py", "pkg.m")
     stub = facts.classes["Helper"]

@@ -128,8 +128,8 @@ def _partial(facts: ModuleFacts, lines: list[str], headers_only: bool) -> None:
     """Imports, `if` / `try` blocks and needed classes parsed; other classes only by header,
     except those with a base imported from a needed package or defined in this module (a
     subclass inherits what its base's facts say), and those a parsed class of this module
-    builds as a submodule (a `ClassRef` would parse them anyway, later and in the one main
-    process; here they are parsed in the worker)."""
+    builds as a submodule or as the layers whose output it sends (whose `forward` PP012 reads):
+    a `ClassRef` would parse them anyway, later and in the one main process."""
     rows = _rows(facts.source)
     statements = outline("\n".join(rows))
     markers = needs.markers()
@@ -155,9 +155,12 @@ def _partial(facts: ModuleFacts, lines: list[str], headers_only: bool) -> None:
         if any(_imported_from(facts, base, packages) or base in facts.classes for base in facts.classes[name].bases)
     })
     for _ in range(BUILT_DEPTH):
+        parsed = [cls for name, cls in facts.classes.items() if name not in facts.pending]
         built = {
-            sub.ctor for name, cls in facts.classes.items() if name not in facts.pending
-            for subs in cls.submodules.values() for sub in subs if sub.ctor in facts.pending
+            sub.ctor for cls in parsed for subs in cls.submodules.values() for sub in subs if sub.ctor in facts.pending
+        } | {
+            ctor for cls in parsed if cls.values for send in cls.values.sends if send.origin.kind == "layer"
+            for attr, ctor, _ in cls.values.layer_ctors if attr == send.origin.attr and ctor in facts.pending
         }
         if not built:
             break
