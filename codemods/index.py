@@ -49,7 +49,8 @@ class ClassRef:
 
     def defines(self, method: str) -> bool:
         """Whether the class's own body defines `method` (parsed only when its text can)."""
-        return self.may_hold(rf"\bdef\s+{re.escape(method)}\b") and method in self.cls.method_names
+        # no `\b` before `def`: it would keep the regex engine from searching for `def` first
+        return self.may_hold(rf"def\s+{re.escape(method)}\b") and method in self.cls.method_names
 
     def __hash__(self) -> int:
         return hash(self.key)
