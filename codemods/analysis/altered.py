@@ -203,8 +203,9 @@ class Flow:
         if state.last_only or self.found:
             return
         for item in node if isinstance(node, list) else [node]:
-            chosen = {id(b) for n in walk(item) if isinstance(n, ast.IfExp) for b in (n.body, n.orelse)}
-            for n in walk(item):
+            nodes = walk(item)
+            chosen = {id(b) for n in nodes if isinstance(n, ast.IfExp) for b in (n.body, n.orelse)}
+            for n in nodes:
                 if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in state.inner:
                     inner = state.inner[n.id]
                     if inner.depth < state.depth:
