@@ -359,18 +359,23 @@ def analyze(paths: list[Path], options: Options, report: Report) -> Session:
     report.errors.extend(found.errors)
     files = _once(found.files) if len(paths) > 1 else found.files  # one path reaches a file once
     report.files_scanned = len(files)
-    sources: list[tuple[Path, bytes]] = []
+    read: list[tuple[int, Path, bytes]] = []
+    unreadable: list[tuple[int, FileError]] = []
     cache = FactsCache(default_folder() if options.cache else None)
     with Parser(cache, options.jobs) as parser:
-        for path in files:
+        for position in _largest_first(files):
+            path = files[position]
             try:
                 data = read_source(path)
             except OSError as error:
-                report.errors.append(FileError(path, f"cannot read: {error.strerror or error}"))
+                unreadable.append((position, FileError(path, f"cannot read: {error.strerror or error}")))
                 continue
             if data is not None:
-                sources.append((path, data))
+                read.append((position, path, data))
                 parser.add(path, data)
+        report.errors.extend(error for _, error in sorted(unreadable, key=lambda found: found[0]))
+        in_order = sorted(read, key=lambda found: found[0])  # the files' own order again
+        sources = [(path, data) for _, path, data in in_order]
         registry = _registry(paths, options) or fork_registry(found.files)
         roots = {import_root(p) for p, _ in sources}
         registered: list[RegistryEntry] = []
@@ -383,8 +388,10 @@ def analyze(paths: list[Path], options: Options, report: Report) -> Session:
                 registry = None
         extras, context = extra_roots(options.extra_path, roots, sources, options.installed_vllm)
         index = Index(sorted(roots, key=lambda r: len(r.parts), reverse=True) + extras, cache)
+        parsed = {position: result for (position, _, _), result in zip(read, parser.results(), strict=True)}
         targets = []
-        for (path, data), (key, result) in zip(sources, parser.results(), strict=True):
+        for position, path, data in in_order:
+            key, result = parsed[position]
             if isinstance(result, str):
                 report.errors.append(FileError(path, result))
                 continue
@@ -396,6 +403,19 @@ def analyze(paths: list[Path], options: Options, report: Report) -> Session:
         index, targets, registry, options, {str(p): d for p, d in sources}, registered,
         paths=list(paths), files=list(found.files), context=context,
     )
+
+
+def _largest_first(files: list[Path]) -> list[int]:
+    """The order to read `files` in (positions in `files`): the largest first, since those are
+    the model files the workers parse, and the longest to parse go best first (they start the
+    pool early, and the last batches are short)."""
+    sizes = []
+    for path in files:
+        try:
+            sizes.append(os.stat(path).st_size)
+        except OSError:  # reported when read
+            sizes.append(0)
+    return sorted(range(len(files)), key=lambda position: -sizes[position])
 
 
 def _once(files: list[Path]) -> list[Path]:

@@ -92,3 +92,40 @@ def test_cached_entries_are_read_after_every_source_and_parsed_again_when_unread
     assert [key for key, _ in again] == [key for key, _ in first]
     assert len(reads) == len(given) - 1 and len(parser.missing) == 2  # the garbage entry, the broken file
     assert all(same(result, path, data) for (_, result), (path, data) in zip(again, given, strict=True))
+
+
+def test_files_are_read_largest_first_and_reported_in_their_own_order(tmp_path: Path) -> None:
+    from contractfix import engine
+    from contractfix.config import Options
+    from contractfix.findings import Report
+
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    sizes = {"a.py": 1, "b.py": 40, "c.py": 5, "e.py": 20}
+    for name, lines in sizes.items():
+        (tree / name).write_text(MODEL.format(i=name[0]) + "x = 1\n" * lines)
+    broken = b"class Broken(:\n    def forward(self, intermediate_tensors): ...\n"
+    (tree / "d.py").write_bytes(broken + b"x = 1\n" * 30)
+    (tree / "f.py").write_bytes(broken)
+    (tree / "c0.py").symlink_to(tree / "missing.py")
+    (tree / "e0.py").symlink_to(tree / "e0.py")
+    opened: list[str] = []
+    real = engine.read_source
+
+    def spy(path: Path):
+        opened.append(path.name)
+        return real(path)
+
+    report = Report()
+    try:
+        engine.read_source = spy  # type: ignore[assignment]
+        session = engine.analyze([tree], Options(cache=False), report)
+    finally:
+        engine.read_source = real  # type: ignore[assignment]
+    regular = sorted((p for p in tree.iterdir() if not p.is_symlink()), key=lambda p: -p.stat().st_size)
+    assert opened[: len(regular)] == [p.name for p in regular] and regular[0].name == "b.py"
+    assert [Path(m.path).name for m in session.targets] == ["a.py", "b.py", "c.py", "e.py"]
+    assert [Path(m).name for m in session.sources] == ["a.py", "b.py", "c.py", "d.py", "e.py", "f.py"]
+    assert [(Path(e.path).name, e.message.split(":")[0]) for e in report.errors] == [
+        ("c0.py", "cannot read"), ("e0.py", "cannot read"), ("d.py", "syntax error"), ("f.py", "syntax error"),
+    ]
