@@ -10,7 +10,7 @@ import pytest
 
 from contractfix import analysis, cache
 from contractfix.analysis import analyze_source, complete, needs
-from contractfix.analysis.outline import Unplaceable, outline
+from contractfix.analysis.outline import Unplaceable, _masked, outline
 from contractfix.cache import FactsCache
 from contractfix.index import ClassRef, Index
 
@@ -227,6 +227,19 @@ def test_index_resolves_into_pending_classes(tmp_path) -> None:
 def test_what_the_outline_cannot_place_is_refused(text: str) -> None:
     with pytest.raises(Unplaceable):
         outline(text)
+
+
+@pytest.mark.parametrize(("text", "masked"), [
+    ('x = "a#b" # c "d\n', "x = S \n"),
+    ("y = 'it\\'s' + \"q\\\"\" # 'x\n", "y = S + S \n"),
+    ('s = """a\n"b" \'\'\' #\nc""" + \'\'\'d\ne\'\'\'\n', "s = S\n\0\n\0 + S\n\0\n"),
+    ("e = \"\" + ''\n", "e = S + S\n"),
+    ("z = f'{a[\"k\"]}'\n", "z = fS\n"),
+])
+def test_strings_and_comments_are_masked(text: str, masked: str) -> None:
+    """Comments go, strings become `S` (escapes, quotes of the other kind and `#` inside them
+    included), their line breaks kept, each continued line starting with NUL."""
+    assert _masked(text) == masked
 
 
 def test_outline_skips_continuations_strings_and_brackets() -> None:
