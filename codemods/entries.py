@@ -196,15 +196,19 @@ def _from_vllm(index: Index, targets, registry: Path, registered: list[RegistryE
     root = root_of(registry)
     names = {c.name for m in targets for c in m.classes.values()}
     encoded = {n.encode() for n in names}
+    in_entries: set[ClassRef] = set()
+    in_drafts: set[ClassRef] = set()
     for entry in registered:
         known = index.by_name.get(entry.module) is not None or entry.cls in names
         if not known and not _matches(root, entry.module, encoded):
             continue
         group = result.drafts if DRAFT_TABLE in entry.table else result.entries
+        held = in_drafts if group is result.drafts else in_entries
         for ref in index.lookup(entry.module, entry.cls):
-            if ref not in group:
+            if ref not in held:
+                held.add(ref)
                 group.append(ref)
-    result.drafts = [d for d in result.drafts if d not in result.entries]
+    result.drafts = [d for d in result.drafts if d not in in_entries]
     return result
 
 

@@ -20,7 +20,8 @@ def held_by(ctx: Context, ref: ClassRef, depth: int, *interfaces: str, entries: 
     candidates = list(ctx.entries) if entries and ctx.registry_found else list(ctx.subjects)
     local = [ClassRef(ref.module, cls) for cls in ref.module.classes.values()]
     if entries and ctx.registry_found:
-        local = [c for c in local if c in candidates]
+        known = set(candidates)
+        local = [c for c in local if c in known]
     if any(declares(holder) for holder in local):
         return True
     reached: set[tuple[str, str]] = set()
