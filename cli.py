@@ -422,6 +422,8 @@ def run() -> None:
         code = stop.code or 0
     else:
         code = 0
+    if sys.getprofile() is not None or sys.gettrace() is not None:
+        sys.exit(code)  # a profiler or debugger writes its results after this returns
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         try:

@@ -343,3 +343,12 @@ def test_the_script_keeps_exit_codes_output_and_exit_handlers(in_dir: Path, args
     assert result.stdout.endswith("exit handler ran\n")
     assert ("file(s) scanned" in result.stdout) == (args[1] != "--bogus")
     assert ("No such option" in result.stderr) == (args[1] == "--bogus")
+
+
+def test_a_profiled_run_still_writes_its_profile(tmp_path: Path) -> None:
+    """Under a profiler the script exits as Python does, so the profile gets written."""
+    out = tmp_path / "run.prof"
+    result = subprocess.run([sys.executable, "-m", "cProfile", "-o", str(out), "-m", "contractfix", "version"],
+                            capture_output=True, text=True, check=False, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert out.stat().st_size > 0
