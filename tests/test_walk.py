@@ -41,28 +41,29 @@ NEWER = [
 ]
 
 
-@pytest.mark.parametrize("source", [SOURCE, *NEWER], ids=["3.10", "except*", "type"])
-def test_the_same_nodes_in_the_same_order(source: str) -> None:
+LEAF = (ast.expr_context, ast.operator, ast.boolop, ast.unaryop, ast.cmpop)
+SOURCES = pytest.mark.parametrize("source", [SOURCE, *NEWER], ids=["3.10", "except*", "type"])
+
+
+def parsed(source: str) -> ast.Module:
     try:
-        tree = ast.parse(source)
+        return ast.parse(source)
     except SyntaxError:
         pytest.skip("a syntax this Python does not have")
+
+
+@SOURCES
+def test_the_same_nodes_in_the_same_order(source: str) -> None:
+    tree = parsed(source)
     assert [id(n) for n in walk(tree)] == [id(n) for n in ast.walk(tree) if not isinstance(n, LEAF)]
     for node in ast.walk(tree):
         assert [id(n) for n in children(node)] == [id(n) for n in ast.iter_child_nodes(node) if not isinstance(n, LEAF)]
 
 
-LEAF = (ast.expr_context, ast.operator, ast.boolop, ast.unaryop, ast.cmpop)
-
-
-@pytest.mark.parametrize("source", [SOURCE, *NEWER], ids=["3.10", "except*", "type"])
+@SOURCES
 def test_the_fields_left_out_hold_only_contexts_and_operators(source: str) -> None:
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        pytest.skip("a syntax this Python does not have")
     seen = 0
-    for node in ast.walk(tree):
+    for node in ast.walk(parsed(source)):
         for name in LEAVES & set(node._fields):
             value = getattr(node, name)
             assert all(isinstance(v, LEAF) and not v._fields for v in (value if isinstance(value, list) else [value]))
