@@ -409,11 +409,10 @@ def smoke(
     ))
 
 
-
 def run() -> None:
     """The `contractfix` script: `app`, then the exit handlers, then an exit that leaves the
     objects of the run to the operating system (a whole tree's facts take about 30 ms to free
-    one by one, a tenth of a pre-commit run). An exception still unwinds as usual."""
+    one by one). An exception still unwinds as usual."""
     try:
         app(prog_name="contractfix")
     except SystemExit as stop:
