@@ -41,8 +41,8 @@ class AuxFacts:
     layer ids (`in self.aux_hidden_state_layers`, `_maybe_add_hidden_state(aux, idx + 1, ...)`)."""
 
 
-def wanted(source_lines: list[str]) -> bool:
-    text = "\n".join(source_lines)
+def wanted(text: str) -> bool:
+    """Whether a class whose source is `text` can hold aux facts (a text test before any walk)."""
     return FLAG in text or PACK in text or "def forward" in text
 
 

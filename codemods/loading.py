@@ -73,9 +73,9 @@ MARKERS = ("named_parameters", "params_dict", *SPLITTERS)
 """A class whose source holds none of these has no loader or split facts."""
 
 
-def wanted(source_lines: list[str]) -> bool:
-    """Whether a class's source can hold loader or split facts (a text test before any walk)."""
-    text = "\n".join(source_lines)
+def wanted(text: str) -> bool:
+    """Whether a class whose source is `text` can hold loader or split facts (a text test before
+    any walk)."""
     return any(m in text for m in MARKERS)
 
 

@@ -63,8 +63,8 @@ class ValueFacts:
     none_methods: tuple[tuple[str, int], ...] = ()
 
 
-def wanted(source_lines: list[str]) -> bool:
-    text = "\n".join(source_lines)
+def wanted(text: str) -> bool:
+    """Whether a class whose source is `text` can hold value facts (a text test before any walk)."""
     return TENSORS_CLASS in text or "None" in text or "make_layers" in text or "ModuleList" in text
 
 

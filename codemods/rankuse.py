@@ -12,8 +12,9 @@ from .walk import walk
 WORD = "is_first_rank"
 
 
-def wanted(source_lines: list[str]) -> bool:
-    return any(WORD in line for line in source_lines)
+def wanted(text: str) -> bool:
+    """Whether a class whose source is `text` can test the first rank (a text test before any walk)."""
+    return WORD in text
 
 
 def first_rank_tests(node: ast.ClassDef, lines: list[str]) -> tuple[tuple[int, int], ...]:

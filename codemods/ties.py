@@ -83,8 +83,8 @@ class TieFacts:
     names: frozenset[str] = frozenset()
 
 
-def wanted(source_lines: list[str]) -> bool:
-    text = "\n".join(source_lines)
+def wanted(text: str) -> bool:
+    """Whether a class whose source is `text` can hold tie facts (a text test before any walk)."""
     return "PPMissingLayer" in text or TIE_CALL in text or bool(EMBEDDING.search(text))
 
 

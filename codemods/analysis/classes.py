@@ -40,15 +40,16 @@ class ClassAnalyzer:
         for producer in self.facts.producers:
             if producer.kind == "method" and producer.method in defs and producer.method != ATTR:
                 self.facts.methods[producer.method] = FunctionAnalyzer(defs[producer.method], producer=True).run()
-        if loading.wanted(self.lines[self.node.lineno - 1 : self.node.end_lineno]):
+        text = "\n".join(self.lines[self.node.lineno - 1 : self.node.end_lineno])
+        if loading.wanted(text):
             self.facts.loading = loading.loading_facts(self.node, self.lines)
-        if auxstates.wanted(self.lines[self.node.lineno - 1 : self.node.end_lineno]):
+        if auxstates.wanted(text):
             self.facts.aux = auxstates.aux_facts(self.node, self.lines)
-        if rankuse.wanted(self.lines[self.node.lineno - 1 : self.node.end_lineno]):
+        if rankuse.wanted(text):
             self.facts.first_rank_tests = rankuse.first_rank_tests(self.node, self.lines)
-        if nonevalues.wanted(self.lines[self.node.lineno - 1 : self.node.end_lineno]):
+        if nonevalues.wanted(text):
             self.facts.values = nonevalues.value_facts(self.node, self.lines)
-        if ties.wanted(self.lines[self.node.lineno - 1 : self.node.end_lineno]):
+        if ties.wanted(text):
             self.facts.ties = ties.tie_facts(self.node, self.lines)
         return self.facts
 
