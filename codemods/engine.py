@@ -361,6 +361,7 @@ def analyze(paths: list[Path], options: Options, report: Report) -> Session:
     report.files_scanned = len(files)
     read: list[tuple[int, Path, bytes]] = []
     unreadable: list[tuple[int, FileError]] = []
+    roots: set[Path] = set()
     cache = FactsCache(default_folder() if options.cache else None)
     with Parser(cache, options.jobs) as parser:
         for position in _largest_first(files):
@@ -371,13 +372,14 @@ def analyze(paths: list[Path], options: Options, report: Report) -> Session:
                 unreadable.append((position, FileError(path, f"cannot read: {error.strerror or error}")))
                 continue
             if data is not None:
+                root = import_root(path)
+                roots.add(root)
                 read.append((position, path, data))
-                parser.add(path, data)
+                parser.add(path, data, module_name(path, root))
         report.errors.extend(error for _, error in sorted(unreadable, key=lambda found: found[0]))
         in_order = sorted(read, key=lambda found: found[0])  # the files' own order again
         sources = [(path, data) for _, path, data in in_order]
         registry = _registry(paths, options) or fork_registry(found.files)
-        roots = {import_root(p) for p, _ in sources}
         registered: list[RegistryEntry] = []
         if registry:
             try:

@@ -182,8 +182,9 @@ class ModuleFacts:
     suppressions: dict[int, tuple[str, ...]] = field(default_factory=dict)
     pending: dict[str, tuple[int, int, int, int]] = field(default_factory=dict)
     """Classes whose body was not parsed (no need of `analysis.needs` asked for it) -> the lines
-    of their block (first, last) and its bytes [start, stop), to search its text. Their entry in `classes` holds only what the header says (name, place,
-    bases); `ClassRef` completes one (`analysis.complete`) before anything reads it."""
+    of their block (first, last) and its bytes [start, stop), to search its text. Their entry in
+    `classes` holds only what the header says (name, place, bases); `ClassRef` completes one
+    (`analysis.complete`) before anything reads it."""
     source: bytes = field(default=b"", repr=False, compare=False)
     """The bytes the facts were read from, to complete pending classes. Not pickled: whoever
     reads facts back from the cache or a worker sets it again."""

@@ -19,7 +19,6 @@ from . import progress
 from .analysis import analyze_source
 from .cache import FactsCache
 from .facts import ModuleFacts
-from .index import import_root, module_name
 
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
@@ -73,8 +72,8 @@ class Parser:
         if self.pool is not None:
             self.pool.shutdown(cancel_futures=True)
 
-    def add(self, path: Path, data: bytes) -> None:
-        name = module_name(path, import_root(path))
+    def add(self, path: Path, data: bytes, name: str) -> None:
+        """A source, with its dotted module name."""
         key = self.cache.key(data, name)
         self.keys.append(key)
         self.found.append(None)

@@ -32,7 +32,7 @@ def sources(tmp_path: Path, count: int) -> list[tuple[Path, bytes]]:
 def run(parser: workers.Parser, given: list[tuple[Path, bytes]]) -> list[tuple[str, workers.Result]]:
     with parser:
         for path, data in given:
-            parser.add(path, data)
+            parser.add(path, data, path.stem)
         return list(parser.results())
 
 
@@ -48,7 +48,7 @@ def test_the_pool_starts_while_sources_are_still_added(tmp_path: Path) -> None:
     parser = workers.Parser(FactsCache(None), jobs=2)
     with parser:
         for count, (path, data) in enumerate(given, start=1):
-            parser.add(path, data)
+            parser.add(path, data, path.stem)
             if count == workers.PARALLEL_THRESHOLD - 1:
                 assert parser.pool is None
         if workers.pool_size(2, len(given)) < 2:
@@ -86,7 +86,7 @@ def test_cached_entries_are_read_after_every_source_and_parsed_again_when_unread
     parser = workers.Parser(cache, jobs=1)
     with parser:
         for path, data in given:
-            parser.add(path, data)
+            parser.add(path, data, path.stem)
         assert reads == [] and len(parser.cached) == len(given) - 1  # the broken one has no facts cached
         again = list(parser.results())
     assert [key for key, _ in again] == [key for key, _ in first]

@@ -92,9 +92,9 @@ def _line_starts(source: bytes) -> list[int]:
 
 @functools.lru_cache(maxsize=2)
 def _split(source: bytes) -> tuple[list[str], list[str]]:
-    """`_rows` and the lines ast numbers, of a module whose classes are completed one by one
-    (bytes hash once, so the lookup is cheap)."""
-    return _rows(source), _lines(source.decode("utf-8", errors="replace"))
+    """The rows (`_decoded`) and the lines ast numbers, of a module whose classes are completed
+    one by one (bytes hash once, so the lookup is cheap)."""
+    return _decoded(source).split("\n"), _lines(source.decode("utf-8", errors="replace"))
 
 
 def _lines(text: str) -> list[str]:
@@ -103,10 +103,10 @@ def _lines(text: str) -> list[str]:
     return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
 
 
-def _rows(source: bytes) -> list[str]:
-    """The source's lines as Python numbers them (`outline` refuses other line ends)."""
-    encoding = tokenize.detect_encoding(io.BytesIO(source).readline)[0]
-    return source.decode(encoding).split("\n")
+def _decoded(source: bytes) -> str:
+    """The source in its declared encoding; its rows are its lines as Python numbers them
+    (`outline` refuses other line ends)."""
+    return source.decode(tokenize.detect_encoding(io.BytesIO(source).readline)[0])
 
 
 def _keep(rows: list[str], spans: list[tuple[int, int]], stubs: tuple[Statement, ...] = ()) -> str:
@@ -130,8 +130,9 @@ def _partial(facts: ModuleFacts, lines: list[str], headers_only: bool) -> None:
     subclass inherits what its base's facts say), and those a parsed class of this module
     builds as a submodule or as the layers whose output it sends (whose `forward` PP012 reads):
     a `ClassRef` would parse them anyway, later and in the one main process."""
-    rows = _rows(facts.source)
-    statements = outline("\n".join(rows))
+    decoded = _decoded(facts.source)
+    rows = decoded.split("\n")
+    statements = outline(decoded)
     markers = needs.markers()
     spans, stubs = [], {}
     for statement in statements:
