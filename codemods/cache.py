@@ -92,12 +92,6 @@ class FactsCache:
         return found
 
     def put(self, key: str, value: facts.ModuleFacts) -> None:
-        if self.folder is not None:
-            self.put_pickled(key, pickled(value))
-
-    def put_pickled(self, key: str, blob: bytes) -> None:
-        """Store facts already pickled (`pickled`): a worker's, which cross to this process
-        pickled, and are stored as they came."""
         if self.folder is None:
             return
         folder = self.folder / key[:2]
@@ -105,12 +99,7 @@ class FactsCache:
             folder.mkdir(parents=True, exist_ok=True)
             fd, temp = tempfile.mkstemp(dir=folder, suffix=".tmp")
             with os.fdopen(fd, "wb") as handle:
-                handle.write(blob)
+                pickle.dump(value, handle, protocol=pickle.HIGHEST_PROTOCOL)
             os.replace(temp, folder / key)
         except OSError:
             self.folder = None
-
-
-def pickled(value: facts.ModuleFacts) -> bytes:
-    """`value` as a cache entry holds it."""
-    return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)

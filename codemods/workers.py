@@ -8,7 +8,6 @@ starts and takes them in batches as they are read, so that reading a tree overla
 from __future__ import annotations
 
 import os
-import pickle
 import threading
 import time
 from collections.abc import Iterator
@@ -18,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from . import progress
 from .analysis import analyze_source
-from .cache import FactsCache, pickled
+from .cache import FactsCache
 from .facts import ModuleFacts
 
 if TYPE_CHECKING:
@@ -34,9 +33,6 @@ Job = tuple[str, bytes, str]
 """A file's path, bytes and dotted module name."""
 Result = ModuleFacts | str
 """A file's facts, or what its parse says is wrong with it."""
-Shipped = bytes | str
-"""A worker's result: the facts pickled once, as the cache stores them (so that this process
-stores them without pickling them again), or the problem."""
 
 
 def parse_problem(error: Exception) -> str:
@@ -66,7 +62,7 @@ class Parser:
         """(position, job) of each source to parse."""
         self.submitted = 0
         """How many of `missing` were handed to the pool."""
-        self.batches: list[Future[list[Shipped]]] = []
+        self.batches: list[Future[list[Result]]] = []
         self.pool: ProcessPoolExecutor | None = None
 
     def __enter__(self) -> Parser:
@@ -102,12 +98,9 @@ class Parser:
         done = len(self.found) - len(self.missing)
         for (position, _), result in zip(self.missing, progress.track(parsed, "files analyzed", len(self.found), done),
                                          strict=True):
-            if isinstance(result, bytes):
-                self.cache.put_pickled(self.keys[position], result)
-                result = pickle.loads(result)
-            elif not isinstance(result, str):
-                self.cache.put(self.keys[position], result)
             self.found[position] = result
+            if not isinstance(result, str):
+                self.cache.put(self.keys[position], result)
         for key, found in zip(self.keys, self.found, strict=True):
             assert found is not None, "every file missing from the cache was parsed"
             yield key, found
@@ -131,8 +124,8 @@ class Parser:
             self.batches.append(self.pool.submit(_jobs, batch))
 
 
-def _jobs(batch: list[Job]) -> list[Shipped]:
-    return [result if isinstance(result, str) else pickled(result) for result in map(_job, batch)]
+def _jobs(batch: list[Job]) -> list[Result]:
+    return [_job(job) for job in batch]
 
 
 def _job(job: Job) -> Result:

@@ -61,21 +61,6 @@ def test_the_pool_starts_while_sources_are_still_added(tmp_path: Path) -> None:
     assert all(same(result, path, data) for (_, result), (path, data) in zip(results, given, strict=True))
 
 
-def test_a_workers_facts_are_cached_as_they_came(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A worker pickles its facts once: this process stores those bytes, never pickling them again."""
-    given = sources(tmp_path, workers.PARALLEL_THRESHOLD + 1)
-    if workers.pool_size(2, len(given)) < 2:
-        pytest.skip("one CPU: no pool")
-    cache = FactsCache(tmp_path / "cache")
-    monkeypatch.setattr(cache, "put", lambda *_: pytest.fail("a worker's facts pickled again"))
-    results = run(workers.Parser(cache, jobs=2), given)
-    assert sum(isinstance(result, str) for _, result in results) == 1
-    for (key, result), (path, data) in zip(results, given, strict=True):
-        assert same(result, path, data)
-        if not isinstance(result, str):
-            assert pickle.dumps(cache.get(key, str(path))) == pickle.dumps(result)
-
-
 def test_few_sources_are_parsed_in_this_process(tmp_path: Path) -> None:
     given = sources(tmp_path, 5)
     parser = workers.Parser(FactsCache(None), jobs=2)
