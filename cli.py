@@ -93,7 +93,7 @@ OutputOpt = Annotated[Output, typer.Option("--format", help="Output format (gith
 Statistics = Annotated[bool, typer.Option("--statistics", help="Also show how many findings each rule has.")]
 Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Also show what could not be verified.")]
 Unsafe = Annotated[bool | None, typer.Option("--unsafe-fixes/--no-unsafe-fixes", help="Also apply unsafe fixes.")]
-Jobs = Annotated[int | None, typer.Option("--jobs", "-j", min=1, help="Worker processes (default: one per core, at most 8; never more than the cores).")]
+Jobs = Annotated[int | None, typer.Option("--jobs", "-j", min=1, help="Processes that parse the files and run the rules (default: one per core, at most 8; never more than the cores; 1: this one alone).")]
 Cache = Annotated[bool, typer.Option("--cache/--no-cache", help="Reuse per-file facts cached by content hash.")]
 ConfigFile = Annotated[Path | None, typer.Option("--config", help="Read options from this file (a pyproject.toml, or a TOML file holding the table's keys) instead of searching.")]
 Isolated = Annotated[bool, typer.Option("--isolated", help="Ignore every configuration file.")]

@@ -10,9 +10,10 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
-from . import entries, progress, rules, unverified
+from . import apart, entries, progress, rules, unverified
 from .analysis import analyze_source
 from .cache import FactsCache, default_folder
 from .config import Options
@@ -58,6 +59,10 @@ class Session:
     """What the run used beyond the checked files (extra trees, the installed vLLM)."""
     subjects: list[ClassRef] = field(default_factory=list)
     resolver: Resolver | None = None
+    pooled: bool = False
+    """Whether worker processes parsed the sources: only then may the rules run in two processes
+    (a fork shares this process's memory but counts it twice, and beside the workers' peak it
+    sets no new one)."""
 
 
 def _few_collections(run: Callable[P, R]) -> Callable[P, R]:
@@ -403,7 +408,7 @@ def analyze(paths: list[Path], options: Options, report: Report) -> Session:
             targets.append(result)
     return Session(
         index, targets, registry, options, {str(p): d for p, d in sources}, registered,
-        paths=list(paths), files=list(found.files), context=context,
+        paths=list(paths), files=list(found.files), context=context, pooled=parser.pool is not None,
     )
 
 
@@ -476,10 +481,8 @@ def evaluate(session: Session) -> tuple[list[Finding], list[Finding]]:
     )
     wanted = [m for m in rules.MODULES if session.options.wants(m.RULE.code)]
     session.entries, session.subjects, session.resolver = found, subjects, ctx.resolver
-    findings: list[Finding] = []
-    for module in wanted:
-        if not module.RULE.checks_suppressions:
-            findings.extend(module.check(ctx))
+    first = [m for m in wanted if not m.RULE.checks_suppressions]
+    findings = _check(ctx, first, session.options.jobs if session.pooled else 1)
     names = {name for m in session.targets for name in m.classes}
     findings = [f for f in findings if _concerns_targets(f, ctx.targets, names)]
     known = {m.RULE.code for m in rules.MODULES}
@@ -490,6 +493,37 @@ def evaluate(session: Session) -> tuple[list[Finding], list[Finding]]:
     notes = sorted((f for f in findings if f.note), key=lambda f: f.sort_key)
     real = sorted((f for f in findings if not f.note), key=lambda f: f.sort_key)
     return real, notes
+
+
+def _check(ctx: rules.Context, modules: list[ModuleType], jobs: int) -> list[Finding]:
+    """The findings of the rules `modules`, in their order. Those that do not trace (`Rule.traces`)
+    run in a forked child while this process runs the others, when a second CPU is there; the
+    child hands back the classes it completed, so that the cache stores them."""
+    traced = [m for m in modules if m.RULE.traces]
+    rest = [m for m in modules if not m.RULE.traces]
+    child = apart.start(functools.partial(_untraced, ctx, rest), jobs) if traced and rest else None
+    if child is None:
+        return [finding for m in modules for finding in m.check(ctx)]
+    with child:
+        found = {m.RULE.code: m.check(ctx) for m in traced}
+        sent = child.result()
+    if sent is None:  # the child failed: run its rules here, where an error shows
+        found.update((m.RULE.code, m.check(ctx)) for m in rest)
+    else:
+        ctx.index.adopt(sent[1])
+        found.update(sent[0])
+    return [finding for m in modules for finding in found[m.RULE.code]]
+
+
+def _untraced(ctx: rules.Context, modules: list[ModuleType]) -> tuple[dict[str, list[Finding]], dict]:
+    """In the child: the findings of `modules`, and the classes completed meanwhile. A rule
+    that traced after all would have changed what the traced rules see: the child then fails
+    (and this process runs them, after the others)."""
+    before = ctx.index.pending()
+    found = {m.RULE.code: m.check(ctx) for m in modules}
+    if ctx.resolver.traced():
+        raise RuntimeError(f"a rule of {sorted(found)} traces: set its Rule.traces")
+    return found, ctx.index.completed_since(before)
 
 
 def _subjects(targets: list[ModuleFacts]) -> list[ClassRef]:

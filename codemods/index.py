@@ -105,6 +105,33 @@ class Index:
                 self.cache.put(key, facts)
                 self.stored(key, facts)
 
+    def pending(self) -> dict[str, set[str]]:
+        """Path -> the names of its classes still pending, of each module: taken before work
+        whose completions another process will take (`completed_since`)."""
+        return {path: set(facts.pending) for path, facts in self.by_path.items()}
+
+    def completed_since(self, before: dict[str, set[str]]) -> dict[str, tuple[str, dict[str, ClassFacts]]]:
+        """Path -> (module name, its classes completed since `pending()` gave `before`; of a
+        module loaded since, every class parsed): what this process hands to another (`adopt`)."""
+        found = {}
+        for path, facts in self.by_path.items():
+            done = before.get(path, facts.classes.keys()) - facts.pending.keys()
+            if done:
+                found[path] = (facts.module, {name: facts.classes[name] for name in sorted(done)})
+        return found
+
+    def adopt(self, completed: dict[str, tuple[str, dict[str, ClassFacts]]]) -> None:
+        """Take the classes another process completed (`completed`), loading a module this one
+        never needed, so that `flush` stores them too."""
+        for path, (name, classes) in completed.items():
+            facts = self.by_path.get(path) or self.module(name)
+            if facts is None or facts.path != path:
+                continue
+            for cls_name, found in classes.items():
+                if cls_name in facts.pending:
+                    del facts.pending[cls_name]
+                    facts.classes[cls_name].__dict__.update(found.__dict__)
+
     def add(self, facts: ModuleFacts) -> None:
         self.by_path[facts.path] = facts
         self.by_name[facts.module] = facts

@@ -68,6 +68,10 @@ class Resolver:
         self._alloc: dict = {}
         self._traffic: dict = {}
 
+    def traced(self) -> bool:
+        """Whether any traffic or allocation was asked for (and memoized)."""
+        return bool(self._alloc or self._traffic)
+
     def allocation(self, ref: ClassRef, trail: tuple = ()) -> Allocation:
         if ref.key in trail:
             return Allocation(Side(unknown=["delegation cycle"]))

@@ -50,6 +50,10 @@ class Rule:
     fix: Applicability | None
     checks_suppressions: bool = False
     """Runs once the other rules' findings are suppressed, on the suppressions left unused."""
+    traces: bool = False
+    """Reads the resolver's traffic or allocation, memoized in the order the rules ask (a cycle is
+    cut where it is met first): such rules run in one process, in order; the others may run in
+    a forked child beside them (`engine._check`)."""
     tree: ExampleTree | None = None
     """What `before` and `after` need beside them to be reported (or not) as shown; None: alone."""
 

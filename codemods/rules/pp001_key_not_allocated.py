@@ -70,6 +70,7 @@ RULE = Rule(
     before=BEFORE,
     after=AFTER,
     fix=Applicability.SAFE,
+    traces=True,
 )
 
 

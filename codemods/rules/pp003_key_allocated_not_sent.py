@@ -64,6 +64,7 @@ RULE = Rule(
     before=BEFORE,
     after=AFTER,
     fix=Applicability.SAFE,
+    traces=True,
 )
 
 

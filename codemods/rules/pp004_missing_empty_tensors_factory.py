@@ -74,6 +74,7 @@ RULE = Rule(
     before=BEFORE,
     after=AFTER,
     fix=Applicability.SAFE,
+    traces=True,
 )
 
 

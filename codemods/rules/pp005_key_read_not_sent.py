@@ -60,6 +60,7 @@ RULE = Rule(
     before=BEFORE,
     after=AFTER,
     fix=None,
+    traces=True,
 )
 
 

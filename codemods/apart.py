@@ -1,0 +1,77 @@
+"""Work done in a forked child while this process does the rest: the second core's share of the
+rules, once the workers that parsed the tree are gone.
+
+A child shares everything this process built (forked, nothing is pickled on the way in) and sends
+back one pickled result through a pipe. It is an optimisation only: where a fork is not safe or
+not worth it (not Linux, one CPU, `--jobs 1`, other threads running) nothing starts, and a child
+that fails for any reason gives None, so the caller does the work itself.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+from .workers import pool_size
+
+T = TypeVar("T")
+
+
+class Child(Generic[T]):
+    """A forked child computing one result. Use as a context manager: leaving it stops a child
+    whose result was never read (this process raised meanwhile)."""
+
+    def __init__(self, pid: int, fd: int) -> None:
+        self.pid = pid
+        self.fd = fd
+        self.reaped = False
+
+    def __enter__(self) -> Child[T]:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if not self.reaped:
+            os.kill(self.pid, signal.SIGKILL)
+            os.close(self.fd)
+            os.waitpid(self.pid, 0)
+            self.reaped = True
+
+    def result(self) -> T | None:
+        """The child's result, once it is done; None when it failed or sent nothing readable."""
+        try:
+            with os.fdopen(self.fd, "rb") as pipe:
+                data = pipe.read()
+        finally:
+            os.waitpid(self.pid, 0)
+            self.reaped = True
+        try:
+            done, value = pickle.loads(data)
+        except Exception:  # killed before it wrote, or wrote half: do the work here
+            return None
+        return value if done else None
+
+
+def start(work: Callable[[], T], jobs: int) -> Child[T] | None:
+    """Run `work` in a forked child; None when no child is started (do the work here)."""
+    if not sys.platform.startswith("linux") or pool_size(jobs, 2) < 2 or threading.active_count() > 1:
+        return None
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid:
+        os.close(write)
+        return Child(pid, read)
+    os.close(read)
+    try:
+        data = pickle.dumps((True, work()), protocol=pickle.HIGHEST_PROTOCOL)
+    except BaseException:  # the parent does the work itself, and meets the error there
+        data = pickle.dumps((False, None))
+    try:
+        with os.fdopen(write, "wb") as pipe:
+            pipe.write(data)
+    finally:
+        os._exit(0)

@@ -1,0 +1,167 @@
+"""The rules that do not trace run in a forked child beside the others (`engine._check`) once
+workers parsed the sources: the same findings as in one process, the classes the child completed
+cached too, and the child's work done here whenever it cannot give it."""
+
+from __future__ import annotations
+
+import inspect
+import os
+import signal
+import threading
+from pathlib import Path
+
+import pytest
+
+from contractfix import apart, engine, index, rules, workers
+from contractfix.cache import FactsCache
+from contractfix.config import Options
+from contractfix.findings import Report
+from contractfix.workers import pool_size
+
+FIXTURES = Path(__file__).parent / "fixtures"
+two_cpus = pytest.mark.skipif(pool_size(0, 2) < 2 or not hasattr(os, "fork"), reason="one CPU, or no fork: no child")
+
+
+def _seen(report: Report) -> list[str]:
+    return [repr(f) for f in report.findings + report.notes]
+
+
+@pytest.fixture
+def pooled(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pool of workers for a few files, as for a tree."""
+    monkeypatch.setattr(workers, "PARALLEL_THRESHOLD", 2)
+
+
+def _spied(monkeypatch: pytest.MonkeyPatch) -> list:
+    started: list = []
+    real = apart.start
+
+    def spy(work, jobs):
+        child = real(work, jobs)
+        started.append(child)
+        return child
+
+    monkeypatch.setattr(apart, "start", spy)
+    return started
+
+
+@two_cpus
+def test_a_child_gives_its_result_or_none_when_it_fails() -> None:
+    child = apart.start(lambda: {"sent": [1, 2]}, jobs=2)
+    assert child is not None and child.result() == {"sent": [1, 2]}
+    failing = apart.start(lambda: 1 // 0, jobs=2)
+    assert failing is not None and failing.result() is None
+    killed = apart.start(lambda: os.kill(os.getpid(), signal.SIGKILL), jobs=2)
+    assert killed is not None and killed.result() is None
+
+
+@two_cpus
+def test_a_child_whose_result_is_never_read_is_stopped() -> None:
+    child = apart.start(lambda: signal.pause(), jobs=2)
+    assert child is not None
+    with pytest.raises(KeyError), child:
+        raise KeyError("this process failed meanwhile")
+    assert child.reaped
+    with pytest.raises(ChildProcessError):
+        os.waitpid(child.pid, 0)
+
+
+def test_no_child_on_one_job_or_beside_a_thread() -> None:
+    assert apart.start(lambda: 1, jobs=1) is None
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait)
+    thread.start()
+    try:
+        assert apart.start(lambda: 1, jobs=2) is None  # a fork would copy a lock another thread holds
+    finally:
+        stop.set()
+        thread.join()
+
+
+@two_cpus
+def test_the_findings_are_those_of_one_process(monkeypatch: pytest.MonkeyPatch, pooled: None) -> None:
+    started = _spied(monkeypatch)
+    alone = engine.check([FIXTURES], Options(jobs=1, cache=False))
+    assert started == [None]
+    beside = engine.check([FIXTURES], Options(jobs=2, cache=False))
+    assert started[1] is not None
+    assert {f.rule for f in alone.findings} >= {"PP001", "PP008", "PP009", "PP012"}  # traced and not
+    assert _seen(beside) == _seen(alone)
+
+
+def test_no_child_without_workers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without workers (few files to parse, a warm cache) the rules run here: a child would
+    count this process's memory twice, above any peak of the run."""
+    started = _spied(monkeypatch)
+    engine.check([FIXTURES], Options(jobs=2, cache=False))
+    assert started == [None]
+
+
+@two_cpus
+def test_a_child_that_fails_leaves_its_rules_to_this_process(monkeypatch: pytest.MonkeyPatch, pooled: None) -> None:
+    alone = engine.check([FIXTURES], Options(jobs=1, cache=False))
+    monkeypatch.setattr(engine, "_untraced", lambda ctx, modules: os._exit(3))
+    assert _seen(engine.check([FIXTURES], Options(jobs=2, cache=False))) == _seen(alone)
+
+
+def test_a_rule_traces_exactly_when_it_asks_for_traffic_or_allocation() -> None:
+    for module in rules.MODULES:
+        source = inspect.getsource(module)
+        asks = "resolver.traffic" in source or "resolver.allocation" in source
+        assert module.RULE.traces == asks, module.RULE.code
+
+
+def test_the_rules_that_do_not_trace_leave_the_resolver_untouched() -> None:
+    """What the child checks (and fails on) at run time, checked here on every fixture."""
+    session = engine.analyze([FIXTURES], Options(jobs=1, cache=False), Report())
+    session.options = Options(jobs=1, cache=False, select=tuple(m.RULE.code for m in rules.MODULES if not m.RULE.traces))
+    engine.evaluate(session)
+    assert session.resolver is not None and not session.resolver.traced()
+
+
+LAYERS = """\
+import torch.nn as nn
+
+
+class Tower(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.start_layer, self.end_layer, self.blocks = make_layers(config.n, lambda prefix: Block(config))
+"""
+MODEL = """\
+import torch.nn as nn
+
+from pkg.layers import Tower
+
+
+class Model(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.tower = Tower(config)
+
+    def load_weights(self, weights):
+        params_dict = dict(self.named_parameters())
+        for name, loaded in weights:
+            param = params_dict[name]
+"""
+
+
+@two_cpus
+def test_classes_the_child_completed_are_cached_for_the_next_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                  pooled: None) -> None:
+    """PP008 (run in the child) reads the splits of the model's tower, a class of a module read
+    only by header: the cache must hold it parsed after the cold run, as when one process ran."""
+    package = tmp_path / "pkg"
+    (package / "models").mkdir(parents=True)
+    files = {"__init__.py": "", "models/__init__.py": "", "layers.py": LAYERS, "models/a.py": MODEL, "models/b.py": MODEL}
+    for name, text in files.items():
+        (package / name).write_text(text)
+    monkeypatch.setenv("CONTRACTFIX_CACHE_DIR", str(tmp_path / "cache"))
+    adopted: list[dict] = []
+    real = index.Index.adopt
+    monkeypatch.setattr(index.Index, "adopt", lambda self, found: adopted.append(found) or real(self, found))
+    engine.check([package], Options(jobs=2))
+    assert [sorted(name for _, classes in found.values() for name in classes) for found in adopted] == [["Tower"]]
+    cache = FactsCache(tmp_path / "cache")
+    layers = cache.get(cache.key((package / "layers.py").read_bytes(), "pkg.layers", "headers"), "layers.py")
+    assert layers is not None and "Tower" not in layers.pending and layers.classes["Tower"].loading
