@@ -2,7 +2,8 @@
 rules, once the workers that parsed the tree are gone.
 
 A child shares everything this process built (forked, nothing is pickled on the way in) and sends
-back one pickled result through a pipe. It is an optimisation only: where a fork is not safe or
+back one pickled result through a pipe; its output goes nowhere, so that it never holds the
+caller's pipe open when this process is killed. It is an optimisation only: where a fork is not safe or
 not worth it (not Linux, one CPU, `--jobs 1`, other threads running) nothing starts, and a child
 that fails for any reason gives None, so the caller does the work itself.
 """
@@ -65,13 +66,21 @@ def start(work: Callable[[], T], jobs: int) -> Child[T] | None:
     if pid:
         os.close(write)
         return Child(pid, read)
+    try:
+        _serve(work, read, write)
+    finally:
+        os._exit(0)  # whatever happened, the child never returns into the caller's code
+
+
+def _serve(work: Callable[[], object], read: int, write: int) -> None:
+    """In the child: run `work` and write its result, pickled, to `write`."""
     os.close(read)
+    quiet = os.open(os.devnull, os.O_WRONLY)
+    for stream in (1, 2):  # nothing to say, and the caller's pipe must end with this process
+        os.dup2(quiet, stream)
     try:
         data = pickle.dumps((True, work()), protocol=pickle.HIGHEST_PROTOCOL)
     except BaseException:  # the parent does the work itself, and meets the error there
         data = pickle.dumps((False, None))
-    try:
-        with os.fdopen(write, "wb") as pipe:
-            pipe.write(data)
-    finally:
-        os._exit(0)
+    with os.fdopen(write, "wb") as pipe:
+        pipe.write(data)

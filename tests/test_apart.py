@@ -8,6 +8,7 @@ import inspect
 import os
 import signal
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -64,6 +65,19 @@ def test_a_child_whose_result_is_never_read_is_stopped() -> None:
     assert child.reaped
     with pytest.raises(ChildProcessError):
         os.waitpid(child.pid, 0)
+
+
+@two_cpus
+def test_a_child_never_holds_the_callers_output() -> None:
+    """Killed, this process leaves a child that runs on a little: the reader of this process's
+    output must not wait for it."""
+    child = apart.start(lambda: signal.pause(), jobs=2)
+    assert child is not None
+    with child:
+        deadline = time.monotonic() + 10
+        while {os.readlink(f"/proc/{child.pid}/fd/{fd}") for fd in (1, 2)} != {os.devnull}:
+            assert time.monotonic() < deadline, "the child still writes where this process does"
+            time.sleep(0.01)
 
 
 def test_no_child_on_one_job_or_beside_a_thread() -> None:
