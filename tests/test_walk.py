@@ -4,11 +4,16 @@ less the contexts and operators."""
 from __future__ import annotations
 
 import ast
+import asyncio.base_events
+import dataclasses
+import inspect
 import textwrap
+import typing
+from pathlib import Path
 
 import pytest
 
-from contractfix.walk import LEAVES, children, walk
+from contractfix.walk import FIELDS, LEAVES, children, walk
 
 SOURCE = textwrap.dedent('''\
     import a.b as c
@@ -67,6 +72,33 @@ def test_the_fields_left_out_hold_only_contexts_and_operators(source: str) -> No
         for name in LEAVES & set(node._fields):
             value = getattr(node, name)
             assert all(isinstance(v, LEAF) and not v._fields for v in (value if isinstance(value, list) else [value]))
+            seen += 1
+    assert seen
+
+
+STDLIB = [Path(module.__file__) for module in (ast, dataclasses, inspect, typing, asyncio.base_events)]
+
+
+@SOURCES
+def test_the_other_fields_left_out_hold_no_node(source: str) -> None:
+    """Names, numbers and strings (`Name.id`, `Constant.value`, a function's name) are left out
+    too: never a node."""
+    _no_node_left_out(parsed(source))
+
+
+@pytest.mark.parametrize("path", STDLIB, ids=[p.stem for p in STDLIB])
+def test_stdlib_modules_walk_the_same_and_leave_out_no_node(path: Path) -> None:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    assert [id(n) for n in walk(tree)] == [id(n) for n in ast.walk(tree) if not isinstance(n, LEAF)]
+    _no_node_left_out(tree)
+
+
+def _no_node_left_out(tree: ast.AST) -> None:
+    seen = 0
+    for node in ast.walk(tree):
+        for name in set(node._fields) - LEAVES - set(FIELDS[type(node)]):
+            value = getattr(node, name, None)
+            assert not any(isinstance(v, ast.AST) for v in (value if isinstance(value, list) else [value])), name
             seen += 1
     assert seen
 
