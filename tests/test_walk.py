@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from contractfix.walk import FIELDS, LEAVES, children, walk
+from contractfix.walk import FIELDS, LEAVES, SPARSE, children, walk
 
 SOURCE = textwrap.dedent('''\
     import a.b as c
@@ -93,10 +93,25 @@ def test_stdlib_modules_walk_the_same_and_leave_out_no_node(path: Path) -> None:
     _no_node_left_out(tree)
 
 
+def test_only_the_sparse_lists_hold_none() -> None:
+    """A list field taken whole must hold nothing but nodes; `{**a}` and `def f(*, b)` put None
+    in the two that may."""
+    trees = [ast.parse(path.read_text(encoding="utf-8")) for path in STDLIB] + [ast.parse("{**a}\ndef f(*, b): ...\n")]
+    sparse = set()
+    for node in (node for tree in trees for node in ast.walk(tree)):
+        for name, may_hold_none in FIELDS[type(node)]:
+            value = getattr(node, name, None)
+            if isinstance(value, list):
+                assert may_hold_none or all(isinstance(item, ast.AST) for item in value), (type(node).__name__, name)
+                if None in value:
+                    sparse.add((type(node).__name__, name))
+    assert sparse == {(cls, name) for cls, names in SPARSE.items() for name in names}
+
+
 def _no_node_left_out(tree: ast.AST) -> None:
     seen = 0
     for node in ast.walk(tree):
-        for name in set(node._fields) - LEAVES - set(FIELDS[type(node)]):
+        for name in set(node._fields) - LEAVES - {name for name, _ in FIELDS[type(node)]}:
             value = getattr(node, name, None)
             assert not any(isinstance(v, ast.AST) for v in (value if isinstance(value, list) else [value])), name
             seen += 1
