@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from .walk import children, walk
+from .walk import CHILDLESS, children, walk
 
 MISSING_CHECK = "is_pp_missing_parameter"
 SPLITTERS = ("make_layers", "PPMissingLayer")
@@ -221,7 +221,7 @@ class _Walker:
                 target = self._helper(node.func)
                 if target:
                     self.loader.calls.append(LoaderCall(target, node.lineno, safe))
-            stack.extend((child, safe, fixable) for child in children(node))
+            stack.extend((child, safe, fixable) for child in children(node) if type(child) not in CHILDLESS)
 
     def _lookup_key(self, node: ast.AST) -> ast.expr | None:
         if (isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load)

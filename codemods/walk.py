@@ -31,6 +31,11 @@ PLAIN_IN = {
 has no other field)."""
 
 
+CHILDLESS = frozenset({ast.Name, ast.Constant})
+"""The commonest nodes with no child (a name, a literal): a walk that looks for other kinds of
+node need not visit them."""
+
+
 def _classes(cls: type[ast.AST]) -> list[type[ast.AST]]:
     return [cls, *(found for sub in cls.__subclasses__() for found in _classes(sub))]
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from contractfix.walk import FIELDS, LEAVES, SPARSE, children, walk
+from contractfix.walk import CHILDLESS, FIELDS, LEAVES, SPARSE, children, walk
 
 SOURCE = textwrap.dedent('''\
     import a.b as c
@@ -116,6 +116,10 @@ def _no_node_left_out(tree: ast.AST) -> None:
             assert not any(isinstance(v, ast.AST) for v in (value if isinstance(value, list) else [value])), name
             seen += 1
     assert seen
+
+
+def test_the_childless_nodes_have_no_field_to_visit() -> None:
+    assert CHILDLESS and all(FIELDS[cls] == () for cls in CHILDLESS)
 
 
 def test_a_field_left_unset_is_skipped() -> None:

@@ -7,7 +7,7 @@ import ast
 from typing import TypeGuard
 
 from ..facts import Access, Call, FunctionFacts, Guard, KeyUse, Param
-from ..walk import children
+from ..walk import CHILDLESS, children
 from .altered import Flow
 from .syntax import (
     ATTR,
@@ -242,7 +242,7 @@ class FunctionAnalyzer:
                         self.facts.accesses.append(
                             Access("in", node.lineno, node.col_offset, ast.unparse(node))
                         )
-            stack.extend((child, where) for child in children(node))
+            stack.extend((child, where) for child in children(node) if type(child) not in CHILDLESS)
 
     def _is_alias(self, node: ast.expr) -> bool:
         return isinstance(node, ast.Name) and node.id in self.aliases
