@@ -498,7 +498,8 @@ def evaluate(session: Session) -> tuple[list[Finding], list[Finding]]:
 def _check(ctx: rules.Context, modules: list[ModuleType], jobs: int) -> list[Finding]:
     """The findings of the rules `modules`, in their order. Those that do not trace (`Rule.traces`)
     run in a forked child while this process runs the others, when a second CPU is there; the
-    child hands back the classes it completed, so that the cache stores them."""
+    child hands back the classes it completed, so that the cache stores them (those this process
+    completed are stored while it waits for the child)."""
     traced = [m for m in modules if m.RULE.traces]
     rest = [m for m in modules if not m.RULE.traces]
     child = apart.start(functools.partial(_untraced, ctx, rest), jobs) if traced and rest else None
@@ -506,6 +507,7 @@ def _check(ctx: rules.Context, modules: list[ModuleType], jobs: int) -> list[Fin
         return [finding for m in modules for finding in m.check(ctx)]
     with child:
         found = {m.RULE.code: m.check(ctx) for m in traced}
+        ctx.index.flush()  # while the child finishes: what this process completed, stored now
         sent = child.result()
     if sent is None:  # the child failed: run its rules here, where an error shows
         found.update((m.RULE.code, m.check(ctx)) for m in rest)
