@@ -86,9 +86,10 @@ def _walk(root: Path, errors: list[FileError]):
 
     for folder, dirs, files in os.walk(root, onerror=unlisted, followlinks=False):
         dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith("."))
+        base = Path(folder)  # parsed once per folder, not once per file
         for name in sorted(files):
             if name.endswith(".py"):
-                yield Path(folder) / name
+                yield base / name
 
 
 def _excluded(path: Path, patterns: tuple[Glob, ...]) -> bool:
