@@ -60,9 +60,9 @@ class Session:
     subjects: list[ClassRef] = field(default_factory=list)
     resolver: Resolver | None = None
     pooled: bool = False
-    """Whether worker processes parsed the sources: only then may the rules run in two processes
-    (a fork shares this process's memory but counts it twice, and beside the workers' peak it
-    sets no new one)."""
+    """Whether worker processes parsed the sources. Only then may the rules run in two processes:
+    a forked child counts this process's memory a second time, which stays below the peak the
+    workers set, but would set a new one in a run without them (a warm cache, a few files)."""
 
 
 def _few_collections(run: Callable[P, R]) -> Callable[P, R]:

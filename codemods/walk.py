@@ -6,7 +6,8 @@ through their parent (`name.ctx`, `compare.ops`) and never meets on a walk.
 A cold check of a whole vLLM tree visits about half a million nodes through these, most of them
 several times (each fact module walks the methods it reads); the stdlib versions spend most of
 that time in two nested generators per node, and a third of the nodes they yield are contexts
-and operators. The fields that hold a name or a constant are not looked at either.
+and operators. The fields that hold a name or a constant are not looked at either, and a list
+field is taken whole.
 """
 
 from __future__ import annotations
@@ -29,8 +30,9 @@ PLAIN_IN = {
 """The fields that hold no node in these classes only (elsewhere `value` and `names` do, and a
 `TypeAlias`'s `name` is a node). Left out of a walk, they spare a lookup on most nodes (a `Name`
 has no other field)."""
-
-
+SPARSE = {"Dict": {"keys"}, "arguments": {"kw_defaults"}}
+"""The list fields that may hold None (the key of `**spread`, a keyword-only argument without a
+default); every other list field holds only nodes, and is taken whole."""
 CHILDLESS = frozenset({ast.Name, ast.Constant})
 """The commonest nodes with no child (a name, a literal): a walk that looks for other kinds of
 node need not visit them."""
@@ -38,11 +40,6 @@ node need not visit them."""
 
 def _classes(cls: type[ast.AST]) -> list[type[ast.AST]]:
     return [cls, *(found for sub in cls.__subclasses__() for found in _classes(sub))]
-
-
-SPARSE = {"Dict": {"keys"}, "arguments": {"kw_defaults"}}
-"""The list fields that may hold None (the key of `**spread`, a keyword-only argument without a
-default); every other list field holds only nodes, and is taken whole."""
 
 
 FIELDS: dict[type[ast.AST], tuple[tuple[str, bool], ...]] = {
