@@ -3,9 +3,9 @@ rules, once the workers that parsed the tree are gone.
 
 A child shares everything this process built (forked, nothing is pickled on the way in) and sends
 back one pickled result through a pipe; its output goes nowhere, so that it never holds the
-caller's pipe open when this process is killed. It is an optimisation only: where a fork is not safe or
-not worth it (not Linux, one CPU, `--jobs 1`, other threads running) nothing starts, and a child
-that fails for any reason gives None, so the caller does the work itself.
+caller's pipe open when this process is killed. It is an optimisation only: where a fork is not
+safe or not worth it (not Linux, one CPU, `--jobs 1`, other threads running) nothing starts, and a
+child that fails for any reason gives None, so the caller does the work itself.
 """
 
 from __future__ import annotations
