@@ -21,7 +21,9 @@ from contractfix.findings import Report
 from contractfix.workers import pool_size
 
 FIXTURES = Path(__file__).parent / "fixtures"
-two_cpus = pytest.mark.skipif(pool_size(0, 2) < 2 or not sys.platform.startswith("linux"), reason="one CPU, or not Linux: no child")
+two_cpus = pytest.mark.skipif(
+    pool_size(0, 2) < 2 or not sys.platform.startswith("linux"), reason="one CPU, or not Linux: no child"
+)
 
 
 def _seen(report: Report) -> list[str]:
@@ -129,7 +131,8 @@ def test_a_rule_traces_exactly_when_it_asks_for_traffic_or_allocation() -> None:
 def test_the_rules_that_do_not_trace_leave_the_resolver_untouched() -> None:
     """What the child checks (and fails on) at run time, checked here on every fixture."""
     session = engine.analyze([FIXTURES], Options(jobs=1, cache=False), Report())
-    session.options = Options(jobs=1, cache=False, select=tuple(m.RULE.code for m in rules.MODULES if not m.RULE.traces))
+    untraced = tuple(m.RULE.code for m in rules.MODULES if not m.RULE.traces)
+    session.options = Options(jobs=1, cache=False, select=untraced)
     engine.evaluate(session)
     assert session.resolver is not None and not session.resolver.traced()
 
@@ -168,7 +171,9 @@ def test_classes_the_child_completed_are_cached_for_the_next_run(tmp_path: Path,
     only by header: the cache must hold it parsed after the cold run, as when one process ran."""
     package = tmp_path / "pkg"
     (package / "models").mkdir(parents=True)
-    files = {"__init__.py": "", "models/__init__.py": "", "layers.py": LAYERS, "models/a.py": MODEL, "models/b.py": MODEL}
+    files = {
+        "__init__.py": "", "models/__init__.py": "", "layers.py": LAYERS, "models/a.py": MODEL, "models/b.py": MODEL,
+    }
     for name, text in files.items():
         (package / name).write_text(text)
     monkeypatch.setenv("CONTRACTFIX_CACHE_DIR", str(tmp_path / "cache"))
