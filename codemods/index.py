@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
-from .analysis import analyze_source, complete, pending_text_has
+from .analysis import analyze_source, complete, fill, pending_text_has
 from .cache import FactsCache
 from .facts import ClassFacts, FunctionFacts, ModuleFacts, Producer
 from .vllm_names import PRODUCER
@@ -129,8 +129,7 @@ class Index:
                 continue
             for cls_name, found in classes.items():
                 if cls_name in facts.pending:
-                    del facts.pending[cls_name]
-                    facts.classes[cls_name].__dict__.update(found.__dict__)
+                    fill(facts, cls_name, found)
 
     def add(self, facts: ModuleFacts) -> None:
         self.by_path[facts.path] = facts

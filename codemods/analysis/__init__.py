@@ -15,6 +15,6 @@ Every file of this package is part of the facts cache's key (`cache.py`), so a n
 is covered without being listed.
 """
 
-from .module import analyze_source, complete, pending_text_has
+from .module import analyze_source, complete, fill, pending_text_has
 
-__all__ = ["analyze_source", "complete", "pending_text_has"]
+__all__ = ["analyze_source", "complete", "fill", "pending_text_has"]

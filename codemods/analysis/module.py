@@ -76,6 +76,13 @@ def complete(module: ModuleFacts, name: str) -> ClassFacts:
     return entry
 
 
+def fill(module: ModuleFacts, name: str, facts: ClassFacts) -> None:
+    """Make pending class `name` whole with `facts`, in place: every holder of its header-only
+    entry sees the whole."""
+    del module.pending[name]
+    module.classes[name].__dict__.update(facts.__dict__)
+
+
 def pending_text_has(module: ModuleFacts, name: str, pattern: str) -> bool:
     """Whether the block of pending class `name` has text matching `pattern` (an ASCII regex,
     searched in the source's bytes): a fact that needs such text is known to be absent without
@@ -185,8 +192,7 @@ def _parse_pending(facts: ModuleFacts, rows: list[str], lines: list[str], stubs:
         if isinstance(node, ast.ClassDef) and facts.pending.get(node.name, ())[:2] == (
             stubs[node.lineno].start, stubs[node.lineno].end
         ):
-            del facts.pending[node.name]
-            facts.classes[node.name].__dict__.update(ClassAnalyzer(node, lines).run().__dict__)
+            fill(facts, node.name, ClassAnalyzer(node, lines).run())
 
 
 def _read(facts: ModuleFacts, tree: ast.Module, lines: list[str], stubs: dict[int, Statement]) -> None:
