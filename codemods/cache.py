@@ -92,6 +92,11 @@ class FactsCache:
         return found
 
     def put(self, key: str, value: facts.ModuleFacts) -> None:
+        if self.folder is not None:
+            self.write(key, dumps(value))
+
+    def write(self, key: str, entry: bytes) -> None:
+        """Store an entry already pickled (`dumps`): a worker process stores the facts it sends."""
         if self.folder is None:
             return
         folder = self.folder / key[:2]
@@ -99,7 +104,12 @@ class FactsCache:
             folder.mkdir(parents=True, exist_ok=True)
             fd, temp = tempfile.mkstemp(dir=folder, suffix=".tmp")
             with os.fdopen(fd, "wb") as handle:
-                pickle.dump(value, handle, protocol=pickle.HIGHEST_PROTOCOL)
+                handle.write(entry)
             os.replace(temp, folder / key)
         except OSError:
             self.folder = None
+
+
+def dumps(value: facts.ModuleFacts) -> bytes:
+    """A cache entry's bytes."""
+    return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)

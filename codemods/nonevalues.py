@@ -175,7 +175,8 @@ class _Flow:
         orelse = self._block(stmt.orelse, orelse_in)
         if body is None or orelse is None:
             return orelse if body is None else body
-        by_rank = any(word in ast.unparse(stmt.test) for word in RANK_WORDS)
+        test = ast.unparse(stmt.test)
+        by_rank = any(word in test for word in RANK_WORDS)
         merged = {}
         for name in {*body, *orelse}:
             in_body, in_orelse = body.get(name, frozenset()), orelse.get(name, frozenset())

@@ -3,11 +3,13 @@
 A source whose facts are cached is read back once every source is read. The others are parsed in
 the main process when they are few; once `PARALLEL_THRESHOLD` are missing, a pool of workers
 starts and takes them in batches as they are read, so that reading a tree overlaps parsing it.
+A worker stores the facts it parses in the cache and sends the stored bytes.
 """
 
 from __future__ import annotations
 
 import os
+import pickle
 import threading
 import time
 from collections.abc import Iterator
@@ -17,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from . import progress
 from .analysis import analyze_source
-from .cache import FactsCache
+from .cache import FactsCache, dumps
 from .facts import ModuleFacts
 
 if TYPE_CHECKING:
@@ -33,6 +35,8 @@ Job = tuple[str, bytes, str]
 """A file's path, bytes and dotted module name."""
 Result = ModuleFacts | str
 """A file's facts, or what its parse says is wrong with it."""
+Sent = bytes | str
+"""What a worker sends for a file: its facts' cache entry (`cache.dumps`), or its problem."""
 
 
 def parse_problem(error: Exception) -> str:
@@ -62,7 +66,7 @@ class Parser:
         """(position, job) of each source to parse."""
         self.submitted = 0
         """How many of `missing` were handed to the pool."""
-        self.batches: list[Future[list[Result]]] = []
+        self.batches: list[Future[list[Sent]]] = []
         self.pool: ProcessPoolExecutor | None = None
 
     def __enter__(self) -> Parser:
@@ -84,26 +88,31 @@ class Parser:
             self._miss(len(self.found) - 1, job)
 
     def results(self) -> Iterator[tuple[str, Result]]:
-        """(cache key, facts or problem) of every source added, in order; each parsed file's
-        facts are cached as they arrive (while the workers go on with the rest)."""
+        """(cache key, facts or problem) of every source added, in order; the facts of each file
+        parsed are in the cache, stored by the worker that parsed them or, without workers, here."""
         for position, job in self.cached:
             self.found[position] = self.cache.get(self.keys[position], job[0])
             if self.found[position] is None:
                 self._miss(position, job)
         self._submit(1)
-        parsed = (
-            (result for batch in self.batches for result in batch.result())
-            if self.pool is not None else (_job(job) for _, job in self.missing)
-        )
+        parsed = self._received() if self.pool is not None else (_job(job) for _, job in self.missing)
         done = len(self.found) - len(self.missing)
         for (position, _), result in zip(self.missing, progress.track(parsed, "files analyzed", len(self.found), done),
                                          strict=True):
             self.found[position] = result
-            if not isinstance(result, str):
+            if self.pool is None and not isinstance(result, str):
                 self.cache.put(self.keys[position], result)
         for key, found in zip(self.keys, self.found, strict=True):
             assert found is not None, "every file missing from the cache was parsed"
             yield key, found
+
+    def _received(self) -> Iterator[Result]:
+        """The workers' results in order, each batch let go once read: its entries' bytes are
+        not kept beside the facts loaded from them."""
+        self.batches.reverse()
+        while self.batches:
+            for sent in self.batches.pop().result():
+                yield _loaded(sent)
 
     def _miss(self, position: int, job: Job) -> None:
         self.missing.append((position, job))
@@ -119,13 +128,30 @@ class Parser:
     def _submit(self, least: int) -> None:
         """Hand the pool the jobs not yet submitted, in batches of BATCH, once `least` wait."""
         while self.pool is not None and len(self.missing) - self.submitted >= least:
-            batch = [job for _, job in self.missing[self.submitted : self.submitted + BATCH]]
+            batch = self.missing[self.submitted : self.submitted + BATCH]
             self.submitted += len(batch)
-            self.batches.append(self.pool.submit(_jobs, batch))
+            jobs, keys = [job for _, job in batch], [self.keys[position] for position, _ in batch]
+            self.batches.append(self.pool.submit(_jobs, jobs, keys, self.cache))
 
 
-def _jobs(batch: list[Job]) -> list[Result]:
-    return [_job(job) for job in batch]
+def _jobs(batch: list[Job], keys: list[str], cache: FactsCache) -> list[Sent]:
+    """In a worker: each file's facts stored in the cache under its key and sent as that entry's
+    bytes, or its problem. Pickled once, here: the main process unpickles them, and stores
+    nothing again."""
+    sent: list[Sent] = []
+    for job, key in zip(batch, keys, strict=True):
+        result = _job(job)
+        if isinstance(result, str):
+            sent.append(result)
+            continue
+        entry = dumps(result)
+        cache.write(key, entry)
+        sent.append(entry)
+    return sent
+
+
+def _loaded(sent: Sent) -> Result:
+    return pickle.loads(sent) if isinstance(sent, bytes) else sent
 
 
 def _job(job: Job) -> Result:

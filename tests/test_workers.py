@@ -69,6 +69,20 @@ def test_few_sources_are_parsed_in_this_process(tmp_path: Path) -> None:
     assert all(same(result, path, data) for (_, result), (path, data) in zip(results, given, strict=True))
 
 
+@pytest.mark.parametrize("count", [5, workers.PARALLEL_THRESHOLD + workers.BATCH + 1])
+def test_each_file_parsed_is_cached_where_it_was_parsed(tmp_path: Path, count: int) -> None:
+    """By the workers (which send the entry they stored) or, without a pool, here."""
+    cache = FactsCache(tmp_path / "cache")
+    parser = workers.Parser(cache, jobs=2)
+    results = run(parser, sources(tmp_path, count))
+    assert (parser.pool is not None) == (count > 5 and workers.pool_size(2, count) > 1)
+    for key, result in results:
+        if isinstance(result, str):
+            assert not cache.has(key)
+        else:
+            assert pickle.dumps(cache.get(key, result.path)) == pickle.dumps(result)
+
+
 def test_cached_entries_are_read_after_every_source_and_parsed_again_when_unreadable(tmp_path: Path) -> None:
     (tmp_path / "src").mkdir()
     given = sources(tmp_path / "src", 8)
