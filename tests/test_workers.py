@@ -76,6 +76,7 @@ def test_each_file_parsed_is_cached_where_it_was_parsed(tmp_path: Path, count: i
     parser = workers.Parser(cache, jobs=2)
     results = run(parser, sources(tmp_path, count))
     assert (parser.pool is not None) == (count > 5 and workers.pool_size(2, count) > 1)
+    assert not parser.batches, "each batch's bytes are let go once read"
     for key, result in results:
         if isinstance(result, str):
             assert not cache.has(key)
