@@ -10,6 +10,7 @@ child that fails for any reason gives None, so the caller does the work itself.
 
 from __future__ import annotations
 
+import mmap
 import os
 import pickle
 import signal
@@ -55,6 +56,24 @@ class Child(Generic[T]):
         except Exception:  # killed before it wrote, or wrote half: do the work here
             return None
         return value if done else None
+
+
+class Shares:
+    """A list of tasks that this process and a child take from either end: the child from the
+    front, this process from the back once its own work is done, so that neither waits for the
+    other while work is left. Each task is marked taken in memory both processes share (set up
+    before the fork). Where both reach the last task at once, both may do it: a task here is
+    pure, so the two results are the same."""
+
+    def __init__(self, count: int) -> None:
+        self.taken = mmap.mmap(-1, max(count, 1))
+
+    def take(self, task: int) -> bool:
+        """Whether `task` was free: it is taken from now on."""
+        if self.taken[task]:
+            return False
+        self.taken[task] = 1
+        return True
 
 
 def start(work: Callable[[], T], jobs: int) -> Child[T] | None:

@@ -55,7 +55,8 @@ def discover(paths: list[Path], exclude: tuple[Glob, ...] = ()) -> Discovery:
     """Every `.py` file under `paths` (not following directory links), minus `exclude` globs and,
     in a git repository, files git ignores (named files are taken as given)."""
     found = Discovery()
-    seen: set[Path] = set()
+    seen: set[str] = set()
+    cwd = os.getcwd()
     for path in paths:
         if os.path.abspath(path) in _SUBSTITUTES:
             candidates = [path]
@@ -72,7 +73,7 @@ def discover(paths: list[Path], exclude: tuple[Glob, ...] = ()) -> Discovery:
             found.errors.append(FileError(path, "not a regular file or directory"))
             continue
         for file in candidates:
-            key = file.absolute()
+            key = os.path.join(cwd, file)  # `Path.absolute`, without its parsing of every part
             if key in seen or _excluded(file, exclude):
                 continue
             seen.add(key)
@@ -104,9 +105,13 @@ def _unignored(files: list[Path]) -> list[Path]:
     that no ignore rule matches are kept (each nested repository asked on its own); files outside
     any work tree are all kept."""
     roots: dict[str, str | None] = {}
+    folders: dict[str, str | None] = {}  # a file's folder as given -> its work tree (asked once)
     groups: dict[str | None, list[Path]] = {}
     for file in files:
-        groups.setdefault(_git_root(os.path.dirname(os.path.abspath(file)), roots), []).append(file)
+        folder = os.path.dirname(file)
+        if folder not in folders:
+            folders[folder] = _git_root(os.path.abspath(folder), roots)
+        groups.setdefault(folders[folder], []).append(file)
     kept = groups.pop(None, [])
     for root, group in groups.items():
         listed = _listed(root) if root else None

@@ -22,13 +22,14 @@ from .entries import Entries, fork_registry
 from .extra import extra_roots
 from .facts import ModuleFacts
 from .findings import Applicability, FileChange, FileError, Finding, Report
-from .index import ClassRef, Index, import_root, module_name
+from .index import ClassRef, Index, import_root, module_name, module_of
 from .registry import RegistryEntry, RegistryError, find_registry, load_registry, root_of
 from .resolve import Resolver
 from .suppress import apply_suppressions
 from .workers import UNPARSABLE, Parser, parse_problem
 
 if TYPE_CHECKING:
+    from . import apart
     from .apply import Rewrite
 
 P = ParamSpec("P")
@@ -367,6 +368,7 @@ def analyze(paths: list[Path], options: Options, report: Report) -> Session:
     read: list[tuple[int, Path, bytes]] = []
     unreadable: list[tuple[int, FileError]] = []
     roots: set[Path] = set()
+    folders: dict[Path, Path] = {}
     cache = FactsCache(default_folder() if options.cache else None)
     with Parser(cache, options.jobs) as parser:
         for position in _largest_first(files):
@@ -377,10 +379,10 @@ def analyze(paths: list[Path], options: Options, report: Report) -> Session:
                 unreadable.append((position, FileError(path, f"cannot read: {error.strerror or error}")))
                 continue
             if data is not None:
-                root = import_root(path)
+                root, name = module_of(path, folders)
                 roots.add(root)
                 read.append((position, path, data))
-                parser.add(path, data, module_name(path, root))
+                parser.add(path, data, name)
         report.errors.extend(error for _, error in sorted(unreadable, key=lambda found: found[0]))
         in_order = sorted(read, key=lambda found: found[0])  # the files' own order again
         sources = [(path, data) for _, path, data in in_order]
@@ -497,34 +499,46 @@ def evaluate(session: Session) -> tuple[list[Finding], list[Finding]]:
 
 def _check(ctx: rules.Context, modules: list[ModuleType], jobs: int) -> list[Finding]:
     """The findings of the rules `modules`, in their order. Those that do not trace (`Rule.traces`)
-    run in a forked child while this process runs the others, when a second CPU is there; the
-    child hands back the classes it completed, so that the cache stores them (those this process
-    completed are stored while it waits for the child)."""
+    run in a forked child while this process runs the others, when a second CPU is there; once
+    done, this process takes the child's rules from the back of its list while the child goes on
+    from the front. The child hands back the classes it completed, so that the cache stores them
+    (those this process completed are stored while it waits for the child)."""
     from . import apart  # imported with the engine, it measured 0.9 MB more at a cold run's peak
 
     traced = [m for m in modules if m.RULE.traces]
     rest = [m for m in modules if not m.RULE.traces]
-    child = apart.start(functools.partial(_untraced, ctx, rest), jobs) if traced and rest else None
+    shares = apart.Shares(len(rest))
+    child = apart.start(functools.partial(_untraced, ctx, rest, shares), jobs) if traced and rest else None
     if child is None:
         return [finding for m in modules for finding in m.check(ctx)]
     with child:
         found = {m.RULE.code: m.check(ctx) for m in traced}
-        ctx.index.flush()  # while the child finishes: what this process completed, stored now
+        ctx.index.flush()  # while the child works: what this process completed, stored now
+        for module in reversed(rest):
+            if not shares.take(rest.index(module)):
+                break
+            found[module.RULE.code] = module.check(ctx)
         sent = child.result()
     if sent is None:  # the child failed: run its rules here, where an error shows
-        found.update((m.RULE.code, m.check(ctx)) for m in rest)
+        found.update((m.RULE.code, m.check(ctx)) for m in rest if m.RULE.code not in found)
     else:
         ctx.index.adopt(sent[1])
         found.update(sent[0])
     return [finding for m in modules for finding in found[m.RULE.code]]
 
 
-def _untraced(ctx: rules.Context, modules: list[ModuleType]) -> tuple[dict[str, list[Finding]], dict]:
-    """In the child: the findings of `modules`, and the classes completed meanwhile. A rule
-    that traced after all would have changed what the traced rules see: the child then fails
-    (and this process runs them, after the others)."""
+def _untraced(ctx: rules.Context, modules: list[ModuleType], shares: apart.Shares
+              ) -> tuple[dict[str, list[Finding]], dict]:
+    """In the child: the findings of the rules of `modules` it took before this process took
+    the rest, and the classes completed meanwhile. A rule that traced after all would have
+    changed what the traced rules see: the child then fails (and this process runs them, after
+    the others)."""
     before = ctx.index.pending()
-    found = {m.RULE.code: m.check(ctx) for m in modules}
+    found = {}
+    for position, module in enumerate(modules):
+        if not shares.take(position):
+            break
+        found[module.RULE.code] = module.check(ctx)
     if ctx.resolver.traced():
         raise RuntimeError(f"a rule of {sorted(found)} traces: set its Rule.traces")
     return found, ctx.index.completed_since(before)

@@ -74,6 +74,16 @@ def import_root(path: Path) -> Path:
     return folder
 
 
+def module_of(path: Path, roots: dict[Path, Path]) -> tuple[Path, str]:
+    """The import root and dotted name of `path`. `roots` holds each folder's root, found once
+    per folder in a run (a tree's 300 model files sit in a few dozen folders)."""
+    folder = path.resolve().parent
+    root = roots.get(folder)
+    if root is None:
+        root = roots[folder] = import_root(path)
+    return root, module_name(path, root)
+
+
 def module_name(path: Path, root: Path) -> str:
     parts = list(path.resolve().relative_to(root).with_suffix("").parts)
     if parts and parts[-1] == "__init__":

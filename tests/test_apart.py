@@ -5,6 +5,7 @@ cached too, and the child's work done here whenever it cannot give it."""
 from __future__ import annotations
 
 import inspect
+import itertools
 import os
 import signal
 import sys
@@ -106,6 +107,41 @@ def test_the_findings_are_those_of_one_process(monkeypatch: pytest.MonkeyPatch, 
     assert _seen(beside) == _seen(alone)
 
 
+@two_cpus
+def test_tasks_are_shared_from_either_end() -> None:
+    """What one process takes, the other sees taken: the child stops where this process began."""
+    shares = apart.Shares(6)
+    assert shares.take(5) and shares.take(4)
+    child = apart.start(lambda: list(itertools.takewhile(shares.take, range(6))), jobs=2)
+    assert child is not None and child.result() == [0, 1, 2, 3]
+    assert not shares.take(3)
+
+
+@two_cpus
+def test_this_process_takes_the_rules_a_slow_child_has_not_reached(monkeypatch: pytest.MonkeyPatch,
+                                                                    pooled: None) -> None:
+    alone = engine.check([FIXTURES], Options(jobs=1, cache=False))
+    parent = os.getpid()
+    taken_here: list[int] = []
+    real_take, real_untraced = apart.Shares.take, engine._untraced
+
+    def take(self: apart.Shares, task: int) -> bool:
+        took = real_take(self, task)
+        if took and os.getpid() == parent:
+            taken_here.append(task)
+        return took
+
+    def slow(*args):
+        time.sleep(1)
+        return real_untraced(*args)
+
+    monkeypatch.setattr(apart.Shares, "take", take)
+    monkeypatch.setattr(engine, "_untraced", slow)
+    assert _seen(engine.check([FIXTURES], Options(jobs=2, cache=False))) == _seen(alone)
+    untraced = [m for m in rules.MODULES if not m.RULE.traces and not m.RULE.checks_suppressions]
+    assert sorted(taken_here) == list(range(len(untraced)))
+
+
 def test_no_child_without_workers(monkeypatch: pytest.MonkeyPatch) -> None:
     """Without workers (few files to parse, a warm cache) the rules run here: a child would
     count this process's memory twice, above any peak of the run."""
@@ -117,7 +153,7 @@ def test_no_child_without_workers(monkeypatch: pytest.MonkeyPatch) -> None:
 @two_cpus
 def test_a_child_that_fails_leaves_its_rules_to_this_process(monkeypatch: pytest.MonkeyPatch, pooled: None) -> None:
     alone = engine.check([FIXTURES], Options(jobs=1, cache=False))
-    monkeypatch.setattr(engine, "_untraced", lambda ctx, modules: os._exit(3))
+    monkeypatch.setattr(engine, "_untraced", lambda *args: os._exit(3))
     assert _seen(engine.check([FIXTURES], Options(jobs=2, cache=False))) == _seen(alone)
 
 
@@ -177,6 +213,9 @@ def test_classes_the_child_completed_are_cached_for_the_next_run(tmp_path: Path,
     for name, text in files.items():
         (package / name).write_text(text)
     monkeypatch.setenv("CONTRACTFIX_CACHE_DIR", str(tmp_path / "cache"))
+    parent = os.getpid()
+    real_take = apart.Shares.take  # every rule of the child's to the child
+    monkeypatch.setattr(apart.Shares, "take", lambda self, task: os.getpid() != parent and real_take(self, task))
     adopted: list[dict] = []
     real = index.Index.adopt
     monkeypatch.setattr(index.Index, "adopt", lambda self, found: adopted.append(found) or real(self, found))
