@@ -514,10 +514,10 @@ def _check(ctx: rules.Context, modules: list[ModuleType], jobs: int) -> list[Fin
     with child:
         found = {m.RULE.code: m.check(ctx) for m in traced}
         ctx.index.flush()  # while the child works: what this process completed, stored now
-        for module in reversed(rest):
-            if not shares.take(rest.index(module)):
+        for position in reversed(range(len(rest))):
+            if not shares.take(position):
                 break
-            found[module.RULE.code] = module.check(ctx)
+            found[rest[position].RULE.code] = rest[position].check(ctx)
         sent = child.result()
     if sent is None:  # the child failed: run its rules here, where an error shows
         found.update((m.RULE.code, m.check(ctx)) for m in rest if m.RULE.code not in found)
