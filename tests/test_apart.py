@@ -118,7 +118,7 @@ def test_tasks_are_shared_from_either_end() -> None:
 
 
 @two_cpus
-def test_this_process_takes_the_rules_a_slow_child_has_not_reached(monkeypatch: pytest.MonkeyPatch,
+def test_this_process_takes_the_rules_a_late_child_has_not_reached(monkeypatch: pytest.MonkeyPatch,
                                                                     pooled: None) -> None:
     alone = engine.check([FIXTURES], Options(jobs=1, cache=False))
     parent = os.getpid()
@@ -131,12 +131,15 @@ def test_this_process_takes_the_rules_a_slow_child_has_not_reached(monkeypatch: 
             taken_here.append(task)
         return took
 
-    def slow(*args):
-        time.sleep(1)
-        return real_untraced(*args)
+    def waiting(ctx, modules, shares: apart.Shares):
+        """The child begins once this process has taken every rule (or after a minute)."""
+        deadline = time.monotonic() + 60
+        while not all(shares.taken[: len(modules)]) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return real_untraced(ctx, modules, shares)
 
     monkeypatch.setattr(apart.Shares, "take", take)
-    monkeypatch.setattr(engine, "_untraced", slow)
+    monkeypatch.setattr(engine, "_untraced", waiting)
     assert _seen(engine.check([FIXTURES], Options(jobs=2, cache=False))) == _seen(alone)
     untraced = [m for m in rules.MODULES if not m.RULE.traces and not m.RULE.checks_suppressions]
     assert sorted(taken_here) == list(range(len(untraced)))
