@@ -68,24 +68,32 @@ class Method(NamedTuple):
 
 def import_root(path: Path) -> Path:
     """The folder a module is imported from: the parent of its outermost package."""
-    folder = path.resolve().parent
+    return _package_root(path.resolve().parent)
+
+
+def _package_root(folder: Path) -> Path:
     while (folder / "__init__.py").is_file() and folder.parent != folder:
         folder = folder.parent
     return folder
 
 
 def module_of(path: Path, roots: dict[Path, Path]) -> tuple[Path, str]:
-    """The import root and dotted name of `path`. `roots` holds each folder's root, found once
-    per folder in a run (a tree's 300 model files sit in a few dozen folders)."""
-    folder = path.resolve().parent
-    root = roots.get(folder)
+    """The import root and dotted name of `path`, resolved once. `roots` holds each folder's
+    root, found once per folder in a run (a tree's 300 model files sit in a few dozen folders)."""
+    real = path.resolve()
+    root = roots.get(real.parent)
     if root is None:
-        root = roots[folder] = import_root(path)
-    return root, module_name(path, root)
+        root = roots[real.parent] = _package_root(real.parent)
+    return root, _dotted(real, root)
 
 
 def module_name(path: Path, root: Path) -> str:
-    parts = list(path.resolve().relative_to(root).with_suffix("").parts)
+    return _dotted(path.resolve(), root)
+
+
+def _dotted(real: Path, root: Path) -> str:
+    """The dotted name of the resolved path `real` under `root`."""
+    parts = list(real.relative_to(root).with_suffix("").parts)
     if parts and parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
