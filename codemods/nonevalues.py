@@ -80,7 +80,7 @@ def value_facts(node: ast.ClassDef, lines: list[str]) -> ValueFacts | None:
             continue
         text = "\n".join(lines[item.lineno - 1 : item.end_lineno])
         returns = [line.split("#")[0].strip() for line in lines[item.lineno - 1 : item.end_lineno]
-                   if line.lstrip().startswith("return")]
+                   if line.lstrip().startswith("return")] if "return" in text else []
         if any(builder in text for builder in (*LAYER_BUILDERS, "ModuleList")):
             ctors.extend(_layer_ctors(item))
         if any(r in ("return", "return None") for r in returns):

@@ -275,6 +275,34 @@ def test_a_syntax_error_in_a_needed_class_is_still_reported() -> None:
         analyze_source(broken.encode(), "m.py", "pkg.m")
 
 
+KEYED = MODEL.replace('intermediate_tensors["hidden_states"]', 'intermediate_tensors["KEY"]')
+
+
+@pytest.mark.parametrize("source", [
+    # in Latin-1, and valid UTF-8 too (of other text)
+    b"# -*- coding: latin-1 -*-\n" + KEYED.replace('"\u00e9"', '"e"').replace("KEY", "h\u00c3\u00a9").encode("latin-1"),
+    b"\xef\xbb\xbf" + KEYED.replace("KEY", "h\u00e9").encode(),
+    KEYED.replace("KEY", "h\ufffd").encode(),
+    KEYED.replace("KEY", "h\u00e9").replace("\n", "\r\n").encode(),
+], ids=["latin-1", "bom", "replacement-character", "crlf"])
+def test_each_encoding_and_line_end_reads_as_a_whole_parse(source: bytes, monkeypatch) -> None:
+    """The partial parse decodes the source once for both its text tests and its rows when
+    they agree (UTF-8 declared, nothing replaced); otherwise as declared, as ast does."""
+    partial = _whole(source)
+    assert "KEY" not in partial and "h" in partial
+
+    def no_outline(text: str):
+        raise Unplaceable("forced")
+
+    monkeypatch.setattr(analysis.module, "outline", no_outline)
+    assert partial == repr(analyze_source(source, "m.py", "pkg.m"))
+
+
+def test_a_source_that_is_not_valid_utf8_is_refused() -> None:
+    with pytest.raises((SyntaxError, ValueError)):
+        analyze_source(KEYED.replace("KEY", "h").encode().replace(b'"h"', b'"h\xe9"'), "m.py", "pkg.m")
+
+
 def test_a_declared_need_is_parsed_and_changes_the_cache_key(monkeypatch, tmp_path) -> None:
     before = FactsCache(tmp_path).key(MODEL.encode(), "pkg.m")
     monkeypatch.setattr(needs, "NEEDS", list(needs.NEEDS))

@@ -7,13 +7,23 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from contractfix import engine
+import pytest
+
+from contractfix import engine, ties
 from contractfix.config import Options
 from contractfix.ties import TRUE, conj, tie_facts, witness
 
 FIRST_ONLY = ("not", ("first",))
 UPSTREAM_MISSING = ("not", ("or", (("first",), ("and", (("atom", "tie_word_embeddings"), ("last",))))))
 TIED_ON_LAST = conj(("last",), ("atom", "tie_word_embeddings"))
+
+
+@pytest.mark.parametrize("text", [
+    "self.embed_tokens = None", "self.EMBED = x", "Wte", "self.wTE", "\u212a\u0130 no such word", "\u0130mb", "",
+])
+def test_the_tie_text_test_agrees_with_the_case_blind_pattern(text: str) -> None:
+    """`wanted` searches lower-cased text for what the case-blind `EMBEDDING` finds."""
+    assert ties.wanted(text) == bool(ties.EMBEDDING.search(text))
 
 
 def test_first_rank_embedding_meets_a_tie_on_the_last_rank() -> None:

@@ -28,8 +28,12 @@ class ClassAnalyzer:
             bases=[base_name(b) for b in node.bases],
         )
         self.facts.is_protocol = any(b.split(".")[-1] == "Protocol" for b in self.facts.bases)
+        self.named = True
+        """Whether the class's text can name intermediate tensors (known once `run` reads it)."""
 
     def run(self) -> ClassFacts:
+        text = "\n".join(self.lines[self.node.lineno - 1 : self.node.end_lineno])
+        self.named = "ntermediate" in text
         defs = {}
         for item in self.node.body:
             if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -40,7 +44,6 @@ class ClassAnalyzer:
         for producer in self.facts.producers:
             if producer.kind == "method" and producer.method in defs and producer.method != ATTR:
                 self.facts.methods[producer.method] = FunctionAnalyzer(defs[producer.method], producer=True).run()
-        text = "\n".join(self.lines[self.node.lineno - 1 : self.node.end_lineno])
         if loading.wanted(text):
             self.facts.loading = loading.loading_facts(self.node, self.lines)
         if auxstates.wanted(text):
@@ -54,9 +57,10 @@ class ClassAnalyzer:
         return self.facts
 
     def mentions(self, fn: Function) -> bool:
-        """Whether a method's source names intermediate tensors at all (a text test, no walk)."""
+        """Whether a method's source names intermediate tensors at all (a text test, no walk;
+        none does in a class whose text never has the words' common part)."""
         body = self.lines[fn.lineno - 1 : fn.end_lineno]
-        return any("ntermediate" in line and (IT in line or IT_CLASS in line) for line in body)
+        return self.named and any("ntermediate" in line and (IT in line or IT_CLASS in line) for line in body)
 
     def _class_attribute(self, node: ast.Assign) -> None:
         for target in node.targets:

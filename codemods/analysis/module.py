@@ -46,7 +46,7 @@ def analyze_source(source: bytes, path: str, module: str, headers_only: bool = F
     )
     lines = _lines(text)
     try:
-        _partial(facts, lines, headers_only)
+        _partial(facts, text, lines, headers_only)
     except (Unplaceable, SyntaxError, ValueError):
         facts.imports.clear()
         facts.classes.clear()
@@ -101,7 +101,8 @@ def _line_starts(source: bytes) -> list[int]:
 def _split(source: bytes) -> tuple[list[str], list[str]]:
     """The rows (`_decoded`) and the lines ast numbers, of a module whose classes are completed
     one by one (bytes hash once, so the lookup is cheap)."""
-    return _decoded(source).split("\n"), _lines(source.decode("utf-8", errors="replace"))
+    text = source.decode("utf-8", errors="replace")
+    return _decoded(source, text).split("\n"), _lines(text)
 
 
 def _lines(text: str) -> list[str]:
@@ -110,10 +111,14 @@ def _lines(text: str) -> list[str]:
     return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
 
 
-def _decoded(source: bytes) -> str:
+def _decoded(source: bytes, text: str = "") -> str:
     """The source in its declared encoding; its rows are its lines as Python numbers them
-    (`outline` refuses other line ends)."""
-    return source.decode(tokenize.detect_encoding(io.BytesIO(source).readline)[0])
+    (`outline` refuses other line ends). `text`, the source decoded as UTF-8 with errors
+    replaced, is that already when UTF-8 is declared and nothing was replaced."""
+    encoding = tokenize.detect_encoding(io.BytesIO(source).readline)[0]
+    if text and encoding == "utf-8" and "\ufffd" not in text:
+        return text
+    return source.decode(encoding)
 
 
 def _keep(rows: list[str], spans: list[tuple[int, int]], stubs: tuple[Statement, ...] = ()) -> str:
@@ -131,14 +136,14 @@ def _keep(rows: list[str], spans: list[tuple[int, int]], stubs: tuple[Statement,
     return "\n".join(kept)
 
 
-def _partial(facts: ModuleFacts, lines: list[str], headers_only: bool) -> None:
+def _partial(facts: ModuleFacts, text: str, lines: list[str], headers_only: bool) -> None:
     """Imports, `if` / `try` blocks and needed classes parsed; other classes only by header,
     except those with a base imported from a needed package or defined in this module (a
     subclass inherits what its base's facts say), and those a parsed class of this module
     builds as a submodule or as the layers whose output it sends (whose `forward` PP012 reads):
     a `ClassRef` would parse them anyway, later and in the one main process."""
-    decoded = _decoded(facts.source)
-    rows = decoded.split("\n")
+    decoded = _decoded(facts.source, text)
+    rows = lines if decoded is text and "\r" not in text else decoded.split("\n")
     statements = outline(decoded)
     markers = needs.markers()
     spans, stubs = [], {}
