@@ -90,9 +90,13 @@ def test_repository_without_commits(tmp_path):
 
 RUNNER = textwrap.dedent(
     """
-    import sys, time
+    import signal, sys, time
     from pathlib import Path
     from contractfix import engine, sweep
+
+    # Ctrl-C as a terminal delivers it: a test run started in the background (`cmd &`) hands its
+    # children SIGINT ignored.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
     def stalled(paths, options, write=True):
         Path(sys.argv[2] + ".tmp").write_text(str(paths[0]))
