@@ -143,7 +143,7 @@ def _partial(facts: ModuleFacts, text: str, lines: list[str], headers_only: bool
     builds as a submodule or as the layers whose output it sends (whose `forward` PP012 reads):
     a `ClassRef` would parse them anyway, later and in the one main process."""
     decoded = _decoded(facts.source, text)
-    rows = lines if decoded is text and "\r" not in text else decoded.split("\n")
+    rows = lines if decoded is text and "\r" not in text else decoded.split("\n")  # one split where both agree
     statements = outline(decoded)
     markers = needs.markers()
     spans, stubs = [], {}
