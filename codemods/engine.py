@@ -22,7 +22,7 @@ from .entries import Entries, fork_registry
 from .extra import extra_roots
 from .facts import ModuleFacts
 from .findings import Applicability, FileChange, FileError, Finding, Report
-from .index import ClassRef, Index, import_root, module_name, module_of
+from .index import ClassRef, Index, module_name, module_of
 from .registry import RegistryEntry, RegistryError, find_registry, load_registry, root_of
 from .resolve import Resolver
 from .suppress import apply_suppressions
@@ -310,6 +310,7 @@ def _dependents(session: Session, rewrites: dict) -> list[ModuleFacts]:
     names = {n for path in rewrites for n in session.index.by_path[str(path)].classes}
     found: list[ModuleFacts] = []
     seen: set[str] = set()
+    folders: dict[Path, Path] = {}
     while names:
         searched = names
         pattern = re.compile(rb"\b(?:" + b"|".join(re.escape(n.encode()) for n in sorted(names)) + rb")\b")
@@ -319,7 +320,7 @@ def _dependents(session: Session, rewrites: dict) -> list[ModuleFacts]:
                 continue
             seen.add(str(path))
             try:
-                facts = session.index.parse(data, str(path), module_name(path, import_root(path)))
+                facts = session.index.parse(data, str(path), module_of(path, folders)[1])
             except (SyntaxError, ValueError, RecursionError, MemoryError):
                 continue
             session.index.add(facts)

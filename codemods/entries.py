@@ -15,7 +15,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .index import ClassRef, Index, import_root, module_name
+from .index import ClassRef, Index, import_root, module_of
 from .plugins import plugin_entry_points, read_registrations
 from .registry import RegistryEntry, RegistryError, is_vllm_registry, load_registry, root_of
 from .vllm_names import DRAFT_TABLE, PP_INTERFACE, PRODUCER
@@ -74,12 +74,13 @@ def collect(index: Index, targets, files: list[Path], registry: Path | None, reg
         result.registered = list(registered)
         parts.append(f"registry {registry} ({len(result.registered)} architectures)")
     registrations = 0
+    folders: dict[Path, Path] = {}
     for path in files:
         data = _small_regular_file(path)
         if b"register_model" not in data:
             continue
         try:
-            found = read_registrations(data, module_name(path, import_root(path)), path.name == "__init__.py")
+            found = read_registrations(data, module_of(path, folders)[1], path.name == "__init__.py")
         except (SyntaxError, ValueError):
             continue
         result.registered.extend(found.entries)
