@@ -179,7 +179,7 @@ def measure(listed: list[Task], runs: int) -> list[Result]:
     with tempfile.TemporaryDirectory(prefix="contractfix-bench-") as scratch:
         for task in listed:
             warm = Path(scratch) / f"warm-{len(results)}"
-            times = []
+            times: list[float] = []
             for attempt in ("timed",) * min(runs, SLOW_RUNS) if task.slow else ("warm-up", *("timed",) * runs, "sampled"):
                 cache = warm if task.cache == "warm" else Path(tempfile.mkdtemp(dir=scratch))
                 env = {**os.environ, "CONTRACTFIX_CACHE_DIR": str(cache / "facts"), "RUFF_CACHE_DIR": str(cache / "ruff")}
