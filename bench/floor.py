@@ -19,7 +19,6 @@ run adds. Sources come from `bench.py`'s cache.
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import os
 import shutil
@@ -103,11 +102,9 @@ def _child(stage: str, spans_file: str, tree: str) -> None:
     from concurrent.futures import ProcessPoolExecutor
 
     from contractfix.discover import relevant
-    from contractfix.workers import pool_size
+    from contractfix.workers import pool_size  # with it the analysis, before the fork, as in a cold check
 
     SPANS.update(json.loads(Path(spans_file).read_text("utf-8")))
-    if stage == "analyze":
-        importlib.import_module("contractfix.analysis")  # before the fork, as a cold check imports it
     kept: list[tuple[str, bytes]] = []
     with ProcessPoolExecutor(pool_size(0, len(SPANS) or 1)) as pool:
         batches = []
@@ -128,14 +125,15 @@ def _child(stage: str, spans_file: str, tree: str) -> None:
 
 
 def _work(stage: str, files: list[tuple[str, bytes]]) -> None:
+    if stage == "analyze":
+        from contractfix.analysis import analyze_source  # imported before the fork (`_child`)
+
+        for path, data in files:
+            analyze_source(data, path, "vllm.model")
+        return
     import ast
 
-    from contractfix.analysis import analyze_source
-
     for path, data in files:
-        if stage == "analyze":
-            analyze_source(data, path, "vllm.model")
-            continue
         rows = data.decode("utf-8", errors="replace").split("\n")
         for start, end in SPANS.get(path, ()):
             ast.parse("\n" * (start - 1) + "\n".join(rows[start - 1 : end]), filename=path)
