@@ -22,7 +22,7 @@ from .entries import Entries, fork_registry
 from .extra import extra_roots
 from .facts import ModuleFacts
 from .findings import Applicability, FileChange, FileError, Finding, Report
-from .index import ClassRef, Index, module_name, module_of
+from .index import ClassRef, Index, contract_packages, module_name, module_of
 from .registry import RegistryEntry, RegistryError, find_registry, load_registry, root_of
 from .resolve import Resolver
 from .suppress import apply_suppressions
@@ -474,7 +474,7 @@ def evaluate(session: Session) -> tuple[list[Finding], list[Finding]]:
     found = entries.collect(index, session.targets, session.files, session.registry, session.registered, session.paths, subjects)
     ctx = rules.Context(
         index=index,
-        resolver=Resolver(index, {e.arch: (e.module, e.cls) for e in found.registered}),
+        resolver=Resolver(index, {e.arch: (e.module, e.cls) for e in found.registered}, contract_packages(session.targets)),
         subjects=subjects,
         entries=found.entries,
         drafts=found.drafts,

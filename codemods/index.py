@@ -12,6 +12,15 @@ from .cache import FactsCache
 from .facts import ClassFacts, FunctionFacts, ModuleFacts, Producer
 from .vllm_names import PRODUCER
 
+INTERFACE = re.compile(r"^(Supports|Has|Is)[A-Z]|Mixin$|Protocol$")
+"""A marker interface's name (`SupportsPP`, `HasInnerState`, a mixin): it holds no contract."""
+
+
+def contract_packages(modules: list[ModuleFacts]) -> frozenset[str]:
+    """The top-level packages whose classes can take part in the contract: vLLM's and those of
+    the checked modules (a plugin's or a fork's own)."""
+    return frozenset({"vllm", *(m.module.split(".")[0] for m in modules)})
+
 
 @dataclass(frozen=True, eq=False)
 class ClassRef:
@@ -213,6 +222,18 @@ class Index:
             else:
                 found.extend(self.resolve(other, cls_name, depth + 1))
         return found
+
+    def opaque(self, module: ModuleFacts, base: str, packages: frozenset[str]) -> str | None:
+        """The module that a base named in `module` is imported from, when that module is in one
+        of `packages` (no marker interface) and the base resolves to no class here: a class whose
+        facts are unknown (vLLM not installed beside a plugin, a name its module lacks), not one
+        known to define nothing."""
+        sources = [source for source, _ in module.imports.get(base.split(".")[0], ())]
+        if not sources or sources[0].split(".")[0] not in packages or INTERFACE.search(base.split(".")[-1]):
+            return None
+        if sources[0].endswith(".interfaces") or self.resolve(module, base):
+            return None
+        return sources[0]
 
     def lookup(self, module_name_: str, cls_name: str) -> list[ClassRef]:
         module = self.module(module_name_)

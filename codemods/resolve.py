@@ -33,6 +33,8 @@ class Allocation:
     sites: list[tuple[ClassRef, Producer]] = field(default_factory=list)
     missing: bool = False
     guards: list[Guard] = field(default_factory=list)
+    opaque: list[str] = field(default_factory=list)
+    """Bases (as written) that resolve to no class and may define it where no class of the MRO does."""
 
     def branches(self) -> list[Branch]:
         """One branch per literal factory list when every site is one and no configuration takes
@@ -60,11 +62,14 @@ class Traffic:
 
 class Resolver:
     """`architectures` maps a registered architecture to its (dotted module, class), for
-    submodules built by the registry with `architectures=["X"]`."""
+    submodules built by the registry with `architectures=["X"]`; a base imported from one of
+    `packages` that resolves to no class may define what no resolved class does."""
 
-    def __init__(self, index: Index, architectures: dict[str, tuple[str, str]] | None = None) -> None:
+    def __init__(self, index: Index, architectures: dict[str, tuple[str, str]] | None = None,
+                 packages: frozenset[str] = frozenset({"vllm"})) -> None:
         self.index = index
         self.architectures = architectures or {}
+        self.packages = packages
         self._alloc: dict = {}
         self._traffic: dict = {}
 
@@ -81,14 +86,23 @@ class Resolver:
 
     def _allocation(self, ref: ClassRef, trail: tuple) -> Allocation:
         """From the first class in the MRO with a producer that takes effect: one assigned in an
-        `__init__` counts only when that `__init__` runs for `ref`."""
+        `__init__` counts only when that `__init__` runs for `ref`. With none, it is missing
+        unless a base that resolves to no class may define it (a plugin's base from vLLM, checked
+        without vLLM): then it is unknown."""
         runs = self.index.initialized(ref)
-        for node in self.index.mro(ref):
+        chain = self.index.mro(ref)
+        for node in chain:
             if node.header.is_protocol:
                 continue
             producers = [p for p in node.producers if p.scope != "__init__" or node.key in runs]
             if producers:
                 return self._producers(ref, node, trail, producers)
+        opaque = [
+            (node, base) for node in chain for base in node.header.bases if self.index.opaque(node.module, base, self.packages)
+        ]
+        if opaque:
+            unknown = [f"base `{base}` of {node.header.name} resolves to no class" for node, base in opaque]
+            return Allocation(Side(unknown=unknown), opaque=[base for _, base in opaque])
         return Allocation(Side(unknown=["no make_empty_intermediate_tensors"]), missing=True)
 
     def _producers(self, ref: ClassRef, node: ClassRef, trail: tuple, producers: list[Producer]) -> Allocation:

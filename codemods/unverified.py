@@ -3,39 +3,24 @@ producers and forwards are unknown) and key sets that are only partly known."""
 
 from __future__ import annotations
 
-import re
-
 from .facts import ModuleFacts
-from .index import ClassRef, Index
+from .index import ClassRef, Index, contract_packages
 from .resolve import Resolver
-
-INTERFACE = re.compile(r"^(Supports|Has|Is)[A-Z]|Mixin$|Protocol$")
-
-
-def _interface(name: str, origin: str) -> bool:
-    """A marker interface (`SupportsPP`, `HasInnerState`, a mixin): it holds no contract."""
-    return bool(INTERFACE.search(name)) or origin.endswith(".interfaces")
 
 
 def unresolved_bases(index: Index, targets: list[ModuleFacts], subjects: list[ClassRef]) -> list[str]:
     """Bases of the checked classes that take part in the contract, imported from vLLM or from
     the checked package, that resolve to no class here."""
-    packages = {m.module.split(".")[0] for m in targets} | {"vllm"}
+    packages = contract_packages(targets)
     out: list[str] = []
     for ref in subjects:
-        module = ref.module
         for base in ref.cls.bases:
-            head = base.split(".")[0]
-            sources = [s for s, _ in module.imports.get(head, ())]
-            if not sources or index.resolve(module, base):
-                continue
-            origin = sources[0]
-            if origin.split(".")[0] not in packages or _interface(base.split(".")[-1], origin):
-                continue
-            out.append(
-                f"{module.path}:{ref.cls.line}: base `{base}` of {ref.cls.name} (from {origin}) resolves to no class "
-                "in the checked tree or extra paths: what it allocates, sends and reads is unknown"
-            )
+            origin = index.opaque(ref.module, base, packages)
+            if origin is not None:
+                out.append(
+                    f"{ref.module.path}:{ref.cls.line}: base `{base}` of {ref.cls.name} (from {origin}) resolves to no "
+                    "class in the checked tree or extra paths: what it allocates, sends and reads is unknown"
+                )
     return out
 
 

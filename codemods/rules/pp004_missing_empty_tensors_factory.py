@@ -65,7 +65,10 @@ RULE = Rule(
         "a misspelled attribute name, a subclass whose `nn.Module.__init__(self)` skips the base "
         "`__init__` that delegated. The fix appends that delegation line to `__init__` when the "
         "forward hands `intermediate_tensors` to exactly one submodule: safe when the submodule's "
-        "class is known and has a producer, unsafe when it is built dynamically. A placeholder "
+        "class is known and has a producer, unsafe when it is built dynamically or its producer can "
+        "only come from a base that resolves to no class. A class with such a base (a plugin's "
+        "`LlamaForCausalLM` subclass checked without vLLM beside it, a name its module lacks) may "
+        "get the producer from it: it is left unverified, and `--verbose` says why. A placeholder "
         "(`self.make_empty_intermediate_tensors = lambda: None`, a method taking no arguments) "
         "exposes none that works either: the runner's call with `(batch_size, dtype, device)` "
         "raises TypeError; it is reported without a fix, since what it should delegate to is a "
@@ -169,6 +172,9 @@ def _plan(ctx: Context, ref: ClassRef) -> tuple[Fix | None, str]:
         return None, f"the class of `self.{attr}` is not known ({owners or 'no class found'})"
     elif ctx.resolver.allocation(owners[0]).missing:
         return None, f"`self.{attr}` has no make_empty_intermediate_tensors either"
+    elif opaque := ctx.resolver.allocation(owners[0]).opaque:
+        applicability = Applicability.UNSAFE
+        note = f" (unsafe: {owners[0].cls.name} has one only if base `{opaque[0]}`, which resolves to no class here, defines it)"
     elif built:
         applicability = Applicability.UNSAFE
         note = f" (unsafe: self.{attr} is built by the model registry, as {owners[0].cls.name} unless configured otherwise)"
