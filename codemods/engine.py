@@ -219,7 +219,7 @@ def _describe(session: Session, report: Report) -> None:
     report.context = [f"entries: {found.source}: {found.detail}", *session.context]
     report.unverified = [
         *found.unverified,
-        *unverified.unresolved_bases(session.index, session.targets, session.subjects),
+        *unverified.unresolved_bases(session.index, session.resolver.packages, session.subjects),
         *unverified.partial_keys(session.resolver, found.entries),
     ]
 

@@ -65,10 +65,9 @@ class Resolver:
     submodules built by the registry with `architectures=["X"]`; a base imported from one of
     `packages` that resolves to no class may define what no resolved class does."""
 
-    def __init__(self, index: Index, architectures: dict[str, tuple[str, str]] | None = None,
-                 packages: frozenset[str] = frozenset({"vllm"})) -> None:
+    def __init__(self, index: Index, architectures: dict[str, tuple[str, str]], packages: frozenset[str]) -> None:
         self.index = index
-        self.architectures = architectures or {}
+        self.architectures = architectures
         self.packages = packages
         self._alloc: dict = {}
         self._traffic: dict = {}

@@ -3,15 +3,13 @@ producers and forwards are unknown) and key sets that are only partly known."""
 
 from __future__ import annotations
 
-from .facts import ModuleFacts
-from .index import ClassRef, Index, contract_packages
+from .index import ClassRef, Index
 from .resolve import Resolver
 
 
-def unresolved_bases(index: Index, targets: list[ModuleFacts], subjects: list[ClassRef]) -> list[str]:
-    """Bases of the checked classes that take part in the contract, imported from vLLM or from
-    the checked package, that resolve to no class here."""
-    packages = contract_packages(targets)
+def unresolved_bases(index: Index, packages: frozenset[str], subjects: list[ClassRef]) -> list[str]:
+    """Bases of the checked classes that take part in the contract, imported from one of
+    `packages` (vLLM's, the checked package's), that resolve to no class here."""
     out: list[str] = []
     for ref in subjects:
         for base in ref.cls.bases:

@@ -170,11 +170,11 @@ def _plan(ctx: Context, ref: ClassRef) -> tuple[Fix | None, str]:
         applicability, note = Applicability.UNSAFE, f" (unsafe: {owners})"
     elif isinstance(owners, str) or not owners:
         return None, f"the class of `self.{attr}` is not known ({owners or 'no class found'})"
-    elif ctx.resolver.allocation(owners[0]).missing:
+    elif (inner := ctx.resolver.allocation(owners[0])).missing:
         return None, f"`self.{attr}` has no make_empty_intermediate_tensors either"
-    elif opaque := ctx.resolver.allocation(owners[0]).opaque:
+    elif inner.opaque:
         applicability = Applicability.UNSAFE
-        note = f" (unsafe: {owners[0].cls.name} has one only if base `{opaque[0]}`, which resolves to no class here, defines it)"
+        note = f" (unsafe: {owners[0].cls.name} has one only if base `{inner.opaque[0]}`, which resolves to no class here, defines it)"
     elif built:
         applicability = Applicability.UNSAFE
         note = f" (unsafe: self.{attr} is built by the model registry, as {owners[0].cls.name} unless configured otherwise)"
