@@ -3,9 +3,12 @@
 which it runs.
 
 A condition is a small formula of nested tuples (picklable, for the facts cache): `("first",)` /
-`("last",)` for `<group>.is_first_rank` / `.is_last_rank`, `("atom", name)` for anything else
-(named by its last attribute, so `config.tie_word_embeddings` and `self.config.tie_word_embeddings`
-are one atom), `("not", c)`, `("and", (c, ...))`, `("or", (c, ...))` and `TRUE`.
+`("last",)` for `<group>.is_first_rank` / `.is_last_rank`, `("call", text)` for what a call
+returns (other than `getattr` / `hasattr`): a function the facts do not read, which may well test a
+flag the formula names elsewhere, `("atom", name)` for anything else (named by its last attribute,
+so `config.tie_word_embeddings` and `self.config.tie_word_embeddings` are one atom), `("not", c)`,
+`("and", (c, ...))`, `("or", (c, ...))` and `TRUE`. A local or a `self` attribute that `__init__`
+assigned before the test stands for its value.
 """
 
 from __future__ import annotations
@@ -166,6 +169,8 @@ class _Walker:
         self.placeholders = placeholders
         self.built = built
         self.local: dict[str, ast.expr] = {}
+        self.attrs: dict[str, ast.expr] = {}
+        """`self.<attr>` -> the value last assigned to it, for conditions that test it."""
         self.top = (0, 0)
         self.alone = False
 
@@ -194,6 +199,8 @@ class _Walker:
             assert isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None
             if isinstance(target, ast.Name):
                 self.local[target.id] = stmt.value
+            elif len(path := self_path(target) or ()) == 1:
+                self.attrs[path[0]] = stmt.value
             self.assign(target, stmt.value, guard)
         if self.scan:
             self.calls(stmt, guard)
@@ -246,7 +253,10 @@ class _Walker:
             return ("last",)
         if isinstance(test, ast.Name) and test.id in self.local and depth < 3:
             return self.cond(self.local[test.id], depth + 1)
-        return ("atom", _atom_name(test))
+        if len(path := self_path(test) or ()) == 1 and path[0] in self.attrs and depth < 3:
+            return self.cond(self.attrs[path[0]], depth + 1)
+        name = _atom_name(test)
+        return ("call", name) if isinstance(test, ast.Call) and name == ast.unparse(test) else ("atom", name)
 
 
 def _placeholder(value: ast.expr) -> bool:
@@ -295,7 +305,7 @@ def witness(cond: Cond) -> str | None:
 def atoms(cond: Cond) -> set[str]:
     """The unknown conditions `cond` names."""
     kind = cond[0]
-    if kind == "atom":
+    if kind in ("atom", "call"):
         return {cond[1]}
     if kind == "not":
         return atoms(cond[1])
@@ -310,7 +320,7 @@ def _eval(cond: Cond, first: bool, last: bool, atoms: dict[str, bool]) -> bool:
         return first
     if kind == "last":
         return last
-    if kind == "atom":
+    if kind in ("atom", "call"):
         return atoms[cond[1]]
     if kind == "not":
         return not _eval(cond[1], first, last, atoms)

@@ -57,6 +57,34 @@ def test_one_flag_through_self_config_and_getattr() -> None:
     assert witness(conj(guards["tie_weights"], guards["embed_tokens"])) is None
 
 
+def test_a_self_attribute_stands_for_what_init_assigned_to_it() -> None:
+    guards = _guards(
+        "class M:\n"
+        "    def __init__(self, config):\n"
+        "        self.tied = config.tie_word_embeddings\n"
+        "        self.use_head = should_tie(config, quant_config)\n"
+        "        if self.tied:\n"
+        "            self.lm_head = self.lm_head.tie_weights(self.model.embed_tokens)\n"
+        "        if not self.use_head:\n"
+        "            self.embed_tokens = PPMissingLayer()\n"
+    )
+    assert guards["tie_weights"] == ("and", (("atom", "tie_word_embeddings"),))
+    assert guards["embed_tokens"] == ("and", (("not", ("call", "should_tie(config, quant_config)")),))
+
+
+def test_getattr_of_a_constant_name_is_the_flag_not_a_call() -> None:
+    guards = _guards(
+        "class M:\n"
+        "    def __init__(self, config):\n"
+        "        if getattr(config, 'tie_word_embeddings', False):\n"
+        "            self.lm_head = self.lm_head.tie_weights(self.model.embed_tokens)\n"
+        "        if getattr(config, name):\n"
+        "            self.embed_tokens = PPMissingLayer()\n"
+    )
+    assert guards["tie_weights"] == ("and", (("atom", "tie_word_embeddings"),))
+    assert guards["embed_tokens"] == ("and", (("call", "getattr(config, name)"),))
+
+
 def test_rank_read_through_a_local() -> None:
     guards = _guards(
         "class M:\n"

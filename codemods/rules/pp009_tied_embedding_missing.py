@@ -76,7 +76,11 @@ RULE = Rule(
         "of it. Unsafe: the two edits are often in two classes (and files), and the embedding now "
         "also lives on the last rank, where its weight must be loaded. Only when the tie depends on "
         "the `tie_word_embeddings` flag, the inner `__init__` binds `config`, and both branches "
-        "are a plain `if <group>.is_first_rank:` / `is_last_rank:` with a `PPMissingLayer` else."
+        "are a plain `if <group>.is_first_rank:` / `is_last_rank:` with a `PPMissingLayer` else. "
+        "A tie under a helper's verdict (`self.use_tied_lm_head = model_should_use_tied_lm_head("
+        "config, quant_config)`, as a fork that keeps a quantized head does) meets the embedding's "
+        "placeholder only if the helper can say yes without the flag; its body is not read, so "
+        "such a tie is a cannot-verify note, not a finding."
     ),
     before=BEFORE,
     after=AFTER,
@@ -112,27 +116,47 @@ def check(ctx: Context) -> list[Finding]:
             continue
         ref = ClassRef(module, cls)
         for tie in cls.ties.ties:
-            problems = _problems(ctx, ref, tie)
-            if problems and held_by(ctx, ref, DEPTH, PP_INTERFACE):
-                findings.append(_finding(ctx, ref, tie, problems))
+            problems, computed = _problems(ctx, ref, tie)
+            if not (problems or computed) or not held_by(ctx, ref, DEPTH, PP_INTERFACE):
+                continue
+            findings.append(_finding(ctx, ref, tie, problems) if problems else _unverified(ctx, ref, tie, computed))
     return findings
 
 
-def _problems(ctx: Context, ref: ClassRef, tie: Tie) -> list[Problem]:
+def _problems(ctx: Context, ref: ClassRef, tie: Tie) -> tuple[list[Problem], list[Problem]]:
     """Each placeholder the tie can meet on some rank of a PP>1 group: the embedding's (every
-    form) and, for `tie_weights`, the head's. Empty when the tie is sound on every rank."""
+    form) and, for `tie_weights`, the head's; empty when the tie is sound on every rank. Second,
+    those it meets only if a call in its condition can hold without `tie_word_embeddings`: a
+    helper that decides whether to tie (`model_should_use_tied_lm_head(config, quant_config)`)
+    most often tests that flag first, and the facts do not read its body."""
     candidates = [Problem("embedding", owner, p, "") for owner, p in _placeholders(ctx, ref, tie.embedding)]
     if tie.form == "tie_weights":
         candidates += [Problem("head", owner, p, "") for owner, p in _placeholders(ctx, ref, tie.head)]
     found: list[Problem] = []
+    computed: list[Problem] = []
     for problem in candidates:
         cond: Cond = conj(tie.guard, problem.placeholder.guard)
         if tie.form in LATE:
             cond = conj(cond, ("last",))
         rank = witness(cond)
-        if rank is not None and all(p.what != problem.what for p in found):
-            found.append(Problem(problem.what, problem.owner, problem.placeholder, rank))
-    return found
+        if rank is None or any(p.what == problem.what for p in found + computed):
+            continue
+        flagged = conj(_implying_flag(tie.guard), problem.placeholder.guard, *([("last",)] if tie.form in LATE else []))
+        held = found if witness(flagged) is not None else computed
+        held.append(Problem(problem.what, problem.owner, problem.placeholder, rank))
+    return found, [p for p in computed if all(f.what != p.what for f in found)]
+
+
+def _implying_flag(cond: Cond) -> Cond:
+    """`cond` with each call's result taken to imply `tie_word_embeddings`."""
+    kind = cond[0]
+    if kind == "call":
+        return ("and", (cond, ("atom", FLAG)))
+    if kind == "not":
+        return ("not", _implying_flag(cond[1]))
+    if kind in ("and", "or"):
+        return (kind, tuple(_implying_flag(c) for c in cond[1]))
+    return cond
 
 
 def _placeholders(ctx: Context, ref: ClassRef, path: tuple[str, ...]) -> list[tuple[ClassRef, Placeholder]]:
@@ -196,6 +220,35 @@ def _finding(ctx: Context, ref: ClassRef, tie: Tie, problems: list[Problem]) -> 
 
 
 FLAG = "tie_word_embeddings"
+
+
+def _unverified(ctx: Context, ref: ClassRef, tie: Tie, computed: list[Problem]) -> Finding:
+    """A note: the tie meets a placeholder only if a call in its condition holds without the flag."""
+    head, emb = ("self." + ".".join(p) for p in (tie.head, tie.embedding))
+    site = FORMS[tie.form].format(head=head, emb=emb)
+    calls = " / ".join(f"`{name}`" for name in sorted(_calls(tie.guard)))
+    owners = ", ".join(dict.fromkeys(f"{p.owner.cls.name} (line {p.placeholder.line})" for p in computed))
+    message = (
+        f"cannot verify {site} in {ref.cls.name}: it runs under {calls}, and the placeholder it can meet "
+        f"({owners}) is avoided only where `{FLAG}` is set; whether the call implies that flag is not "
+        "read; left alone"
+    )
+    evidence = [Evidence(Path(ref.module.path), tie.line, ctx.line(ref.module.path, tie.line), "tie")]
+    for p in computed:
+        op = p.owner.module.path
+        evidence.append(Evidence(Path(op), p.placeholder.line, ctx.line(op, p.placeholder.line), "placeholder"))
+    return RULE.finding(path=ref.module.path, line=tie.line, column=tie.column, cls=ref.cls.name, message=message,
+                        keys=(f"{tie.form}[{emb}]",), evidence=evidence, note="cannot-verify")
+
+
+def _calls(cond: Cond) -> set[str]:
+    if cond[0] == "call":
+        return {cond[1]}
+    if cond[0] == "not":
+        return _calls(cond[1])
+    if cond[0] in ("and", "or"):
+        return set().union(*(_calls(c) for c in cond[1]))
+    return set()
 
 
 def _plan(ctx: Context, ref: ClassRef, tie: Tie, problems: list[Problem]) -> tuple[Edit, ...] | str:
