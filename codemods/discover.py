@@ -6,6 +6,7 @@ import errno
 import io
 import mmap
 import os
+import re
 import stat
 import subprocess
 import tokenize
@@ -21,6 +22,10 @@ from .vllm_names import PARAM, PP_INTERFACE, PRODUCER, TENSORS_CLASS
 MARKERS = (PARAM.encode(), TENSORS_CLASS.encode(), PP_INTERFACE.encode())
 DEFINES = (b"def forward", PRODUCER.encode())
 SKIPS_INIT = (b".__init__(self", b", self).__init__(")
+INIT_CALL = b"__init__("
+"""Part of both of `SKIPS_INIT`: a file without it has neither (most files: one search, not two)."""
+ENGINE_CONFIG = b"vllm_config"
+CONFIG_IMPORT = re.compile(rb"from\s+(\w+)\.config\b")
 SHARED = b"ntermediate"
 """Part of two of `MARKERS`: a file without it has neither."""
 LOADS = (b"def load_weights", b"named_parameters")
@@ -229,7 +234,7 @@ def _check_decodes(data: bytes) -> None:
 
 def relevant(source: bytes | mmap.mmap) -> bool:
     """Whether a file can hold a class under contract: one with a forward or a producer that
-    names intermediate tensors, or a model (built from `vllm_config`) that calls a base's
+    names intermediate tensors, or a model (built from the engine's config) that calls a base's
     `__init__` by name and may skip the one that delegated, or a weight loader (a byte search, no
     parsing). Bases elsewhere load on demand."""
     # Most files match nothing, and each search that fails reads the whole file: the rarest
@@ -238,5 +243,14 @@ def relevant(source: bytes | mmap.mmap) -> bool:
     named = any(source.find(m) >= 0 for m in MARKERS if shared or SHARED not in m) and any(
         source.find(d) >= 0 for d in DEFINES
     )
-    skips = source.find(b"vllm_config") >= 0 and any(source.find(s) >= 0 for s in SKIPS_INIT)
+    skips = source.find(INIT_CALL) >= 0 and any(source.find(s) >= 0 for s in SKIPS_INIT) and engine_config(source)
     return named or skips or all(source.find(m) >= 0 for m in LOADS)
+
+
+def engine_config(source: bytes | mmap.mmap) -> bool:
+    """Whether a source names the engine's config: `vllm_config`, or `<package>_config` in a fork
+    that renamed the package and imports its config from `<package>.config` (aphrodite's
+    `aphrodite_config`)."""
+    return source.find(ENGINE_CONFIG) >= 0 or any(
+        source.find(found.group(1) + b"_config") >= 0 for found in CONFIG_IMPORT.finditer(source)
+    )

@@ -1,7 +1,8 @@
 """Which classes are entries (the top-level model a runner builds), and where that came from.
 
-Sources, first that applies: vLLM's registry found above the checked paths; otherwise a registry
-given with `--registry` or a fork's registry inside the checked tree (any package prefix, 2- and
+Sources, first that applies: vLLM's registry found above the checked paths, or one with vLLM's
+tables under another package name (a fork that renamed the package); otherwise a registry given
+with `--registry` or a fork's registry inside the checked tree (any package prefix, 2- and
 3-tuples) together with the plugin's own `register_model(...)` calls; otherwise every SupportsPP
 class, except draft heads and classes another class of the tree builds as a submodule. Draft heads
 run with PP=1 and are never entries.
@@ -18,7 +19,7 @@ from pathlib import Path
 from .index import ClassRef, Index, import_root, module_of
 from .plugins import plugin_entry_points, read_registrations
 from .registry import RegistryEntry, RegistryError, is_vllm_registry, load_registry, root_of
-from .vllm_names import DRAFT_TABLE, PP_INTERFACE, PRODUCER
+from .vllm_names import DRAFT_TABLE, PP_INTERFACE, PRODUCER, TEXT_TABLE
 
 DRAFT_CLASS = re.compile(r"MTP|Eagle|EAGLE|Medusa|Speculator|Drafter|DFlash")
 DRAFT_MODULE = re.compile(r"(^|_)(mtp|eagle\d*|medusa|drafter|speculator)(_|$)")
@@ -66,7 +67,7 @@ def fork_registry(files: list[Path]) -> Path | None:
 def collect(index: Index, targets, files: list[Path], registry: Path | None, registered: list[RegistryEntry],
             paths: list[Path], subjects: list[ClassRef]) -> Entries:
     """The entries; `registered` is what `registry` holds (read once by the engine)."""
-    if registry is not None and is_vllm_registry(registry):
+    if registry is not None and (is_vllm_registry(registry) or any(e.table == TEXT_TABLE for e in registered)):
         return _from_vllm(index, targets, registry, registered)
     result = Entries()
     parts: list[str] = []
@@ -192,8 +193,11 @@ def _entry_points(paths: list[Path], targets) -> list:
 
 
 def _from_vllm(index: Index, targets, registry: Path, registered: list[RegistryEntry]) -> Entries:
-    """vLLM's own registry: only modules that bear on the targets are loaded."""
-    result = Entries(registered=registered, source="registry", detail=f"vLLM registry {registry}")
+    """vLLM's registry, or a renamed fork's: every registered class is a top-level model (one that
+    another model also builds is still built on its own); only modules that bear on the targets
+    are loaded."""
+    detail = f"vLLM registry {registry}" if is_vllm_registry(registry) else f"registry {registry} (vLLM's tables)"
+    result = Entries(registered=registered, source="registry", detail=detail)
     root = root_of(registry)
     names = {c.name for m in targets for c in m.classes.values()}
     encoded = {n.encode() for n in names}

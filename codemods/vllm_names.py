@@ -27,5 +27,8 @@ REGISTRY_TABLE_SUFFIX = "_MODELS"
 DRAFT_TABLE = "SPECULATIVE"
 """Tables whose name holds this list draft heads (`_SPECULATIVE_DECODING_MODELS`)."""
 SPECULATIVE_TABLE = "_SPECULATIVE_DECODING_MODELS"
+TEXT_TABLE = "_TEXT_GENERATION_MODELS"
+"""vLLM's table of text models: a registry that has it is vLLM's, kept by a fork that may have
+renamed the package (aphrodite's `aphrodite/model_executor/models/registry.py`)."""
 TRANSFORMERS_TABLES = ("_TRANSFORMERS_SUPPORTED_MODELS", "_TRANSFORMERS_BACKEND_MODELS")
 MULTIMODAL_TABLE = "_MULTIMODAL_MODELS"

@@ -148,6 +148,7 @@ def test_this_process_takes_the_rules_a_late_child_has_not_reached(monkeypatch: 
 def test_no_child_without_workers(monkeypatch: pytest.MonkeyPatch) -> None:
     """Without workers (few files to parse, a warm cache) the rules run here: a child would
     count this process's memory twice, above any peak of the run."""
+    monkeypatch.setattr(workers, "PARALLEL_THRESHOLD", 10**6)  # however many fixtures there are
     started = _spied(monkeypatch)
     engine.check([FIXTURES], Options(jobs=2, cache=False))
     assert started == [None]

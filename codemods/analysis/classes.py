@@ -9,7 +9,7 @@ from .. import auxstates, loading, nonevalues, rankuse, ties
 from ..facts import ClassFacts, Producer
 from ..walk import walk
 from .members import MemberWalker
-from .syntax import ATTR, DYNAMIC_BUILDERS, IT, IT_CLASS, Function, base_name, dotted
+from .syntax import ATTR, IT, IT_CLASS, Function, base_name, dotted, dynamic_builder
 from .traffic import FunctionAnalyzer
 
 
@@ -95,7 +95,7 @@ def _builds(stmt: ast.stmt) -> bool:
     for node in walk(stmt):
         if isinstance(node, ast.Call):
             chain = dotted(node.func) or ("",)
-            if chain[-1][:1].isupper() or chain[-1] in DYNAMIC_BUILDERS:
+            if chain[-1][:1].isupper() or dynamic_builder(chain[-1]):
                 return True
     return False
 

@@ -7,7 +7,7 @@ import ast
 from typing import TypedDict
 
 from ..facts import ClassFacts, Guard, Producer, Submodule
-from .syntax import ATTR, DYNAMIC_BUILDERS, FACTORY, Function, blocks, condition, const_str, dotted
+from .syntax import ATTR, FACTORY, Function, blocks, condition, const_str, dotted, dynamic_builder
 from .traffic import FunctionAnalyzer, params_of, takes_three
 
 Tests = tuple[tuple[ast.expr, bool], ...]
@@ -129,7 +129,7 @@ def _submodule(attr: str, value: ast.expr, line: int) -> Submodule | None:
     if chain is None or chain[0] == "self":
         return None
     name = ".".join(chain)
-    if chain[-1] not in DYNAMIC_BUILDERS:
+    if not dynamic_builder(chain[-1]):
         return Submodule(attr, name, line, dynamic=False)
     archs = next((k.value for k in value.keywords if k.arg == "architectures"), None)
     named = archs.elts if isinstance(archs, (ast.List, ast.Tuple)) else []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 
 from .. import vllm_names
 
@@ -10,7 +11,10 @@ ATTR = vllm_names.PRODUCER
 FACTORY = vllm_names.FACTORY
 IT = vllm_names.PARAM
 IT_CLASS = vllm_names.TENSORS_CLASS
-DYNAMIC_BUILDERS = {"init_vllm_registered_model", "initialize_model", "build_model", "_init_model", "init_model"}
+DYNAMIC_BUILDERS = {"initialize_model", "build_model", "_init_model", "init_model"}
+REGISTERED_BUILDER = re.compile(r"init_\w+_registered_model")
+"""vLLM's `init_vllm_registered_model`, under the name a fork that renamed the package gives it
+(aphrodite's `init_aphrodite_registered_model`)."""
 RANK_WORDS = ("is_first_rank", "is_last_rank", "get_pp_group", "pp_group", IT, "pp_rank", "pp_size",
               "start_layer", "end_layer")  # a rank's layer range (make_layers) is per rank, not configuration
 AUX_PACKERS = {"pack_local_aux_hidden_states"}
@@ -18,6 +22,11 @@ AUX_COLLECTORS = {"collect_remote_aux_hidden_states"}
 AUX_PATTERN = "aux_hidden_states_*"
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+def dynamic_builder(name: str) -> bool:
+    """Whether a call of `name` builds a model chosen at run time (by architecture or config)."""
+    return name in DYNAMIC_BUILDERS or REGISTERED_BUILDER.fullmatch(name) is not None
 
 
 def dotted(node: ast.AST) -> tuple[str, ...] | None:
