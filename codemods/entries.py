@@ -19,12 +19,13 @@ from pathlib import Path
 from .index import ClassRef, Index, import_root, module_of
 from .plugins import plugin_entry_points, read_registrations
 from .registry import RegistryEntry, RegistryError, is_vllm_registry, load_registry, root_of
-from .vllm_names import DRAFT_TABLE, PP_INTERFACE, PRODUCER, TEXT_TABLE
+from .vllm_names import DRAFT_TABLE, PP_INTERFACE, PP_LIST, PRODUCER, TEXT_TABLE
 
 DRAFT_CLASS = re.compile(r"MTP|Eagle|EAGLE|Medusa|Speculator|Drafter|DFlash")
 DRAFT_MODULE = re.compile(r"(^|_)(mtp|eagle\d*|medusa|drafter|speculator)(_|$)")
 MAX_SCANNED = 2**20
 CLASS_HEADER = re.compile(rb"^[ \t]*class\s+\w+\s*\(([^)]*)", re.M)
+PP_LIST_ASSIGNED = re.compile(rb"^" + PP_LIST.encode() + rb"\s*[:=]", re.M)
 
 
 @dataclass
@@ -66,7 +67,20 @@ def fork_registry(files: list[Path]) -> Path | None:
 
 def collect(index: Index, targets, files: list[Path], registry: Path | None, registered: list[RegistryEntry],
             paths: list[Path], subjects: list[ClassRef]) -> Entries:
-    """The entries; `registered` is what `registry` holds (read once by the engine)."""
+    """The entries; `registered` is what `registry` holds (read once by the engine). A tree of
+    vLLM <= 0.6.1 allows PP>1 by a list of architectures, which `SupportsPP` later replaced: said
+    (`--verbose`), since the rules do not read it."""
+    result = _collect(index, targets, files, registry, registered, paths, subjects)
+    result.unverified += [
+        f"{path}: `{PP_LIST}` names the architectures allowed to run with PP>1 (vLLM <= 0.6.1, before "
+        "`SupportsPP`); it is not read: a class it lists is checked only if it declares `SupportsPP`"
+        for path in files if path.name == "config.py" and PP_LIST_ASSIGNED.search(_small_regular_file(path))
+    ]
+    return result
+
+
+def _collect(index: Index, targets, files: list[Path], registry: Path | None, registered: list[RegistryEntry],
+             paths: list[Path], subjects: list[ClassRef]) -> Entries:
     if registry is not None and (is_vllm_registry(registry) or any(e.table == TEXT_TABLE for e in registered)):
         return _from_vllm(index, targets, registry, registered)
     result = Entries()

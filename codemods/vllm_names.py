@@ -24,6 +24,9 @@ MODELS_PACKAGE = "vllm.model_executor.models"
 REGISTRY = Path("vllm/model_executor/models/registry.py")
 REGISTRY_TABLE_SUFFIX = "_MODELS"
 """Module-level dicts of the registry whose name ends so map architectures to (module, class)."""
+PP_LIST = "_PP_SUPPORTED_MODELS"
+"""Before `SupportsPP` (vLLM <= 0.6.1), the list in `vllm/config.py` of the architectures allowed
+to run with PP>1."""
 DRAFT_TABLE = "SPECULATIVE"
 """Tables whose name holds this list draft heads (`_SPECULATIVE_DECODING_MODELS`)."""
 SPECULATIVE_TABLE = "_SPECULATIVE_DECODING_MODELS"
