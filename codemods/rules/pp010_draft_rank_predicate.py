@@ -9,6 +9,7 @@ from ..index import ClassRef
 from ..vllm_names import PP_INTERFACE
 from .base import Context, ExampleTree, Rule
 from .holders import reach
+from .release import release_text
 
 RULE = Rule(
     code="PP010",
@@ -64,7 +65,7 @@ RULE = Rule(
 
 DEPTH = 3
 DRAFT_PP_ONE = "pipeline_parallel_size=1,"
-SPECULATIVE = ("vllm", "config", "speculative.py")
+SPECULATIVE = ("config", "speculative.py")
 
 
 def check(ctx: Context) -> list[Finding]:
@@ -109,15 +110,10 @@ def _finding(ctx: Context, ref: ClassRef, draft: ClassRef, line: int, column: in
 
 
 def _drafts_run_at_pp_one(ctx: Context) -> bool:
-    """Whether the checked tree's speculative config gives drafts PP=1 (vLLM >= 0.31.0); True
-    when the tree has no such file (the newest behaviour)."""
-    for root in ctx.index.roots:
-        config = root.joinpath(*SPECULATIVE)
-        try:
-            return DRAFT_PP_ONE in config.read_text(errors="replace")
-        except OSError:
-            continue
-    return True
+    """Whether the release's speculative config gives drafts PP=1 (vLLM >= 0.31.0); True when the
+    tree has no such file (the newest behaviour)."""
+    text = release_text(ctx, *SPECULATIVE)
+    return text is None or DRAFT_PP_ONE in text
 
 
 def _supports_pp(ctx: Context, draft: ClassRef) -> bool:

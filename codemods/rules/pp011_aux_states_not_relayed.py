@@ -13,6 +13,7 @@ from ..index import ClassRef
 from ..vllm_names import PP_INTERFACE
 from .base import Context, ExampleTree, Rule
 from .holders import held_by
+from .release import interface_text
 
 RULE = Rule(
     code="PP011",
@@ -88,7 +89,6 @@ RULE = Rule(
 
 
 DEPTH = 3
-INTERFACES = ("vllm", "model_executor", "models", "interfaces.py")
 
 
 def check(ctx: Context) -> list[Finding]:
@@ -115,14 +115,10 @@ def check(ctx: Context) -> list[Finding]:
 
 
 def _has_machinery(ctx: Context) -> bool | None:
-    """Whether the checked tree's interfaces know the opt-in (vLLM >= 0.31.0; before it EAGLE-3
-    with PP>1 is refused at config time); None when the tree has no such file."""
-    for root in ctx.index.roots:
-        try:
-            return FLAG in root.joinpath(*INTERFACES).read_text(errors="replace")
-        except OSError:
-            continue
-    return None
+    """Whether the release's interfaces know the opt-in (vLLM >= 0.31.0; before it EAGLE-3 with
+    PP>1 is refused at config time); None when the tree has no such file."""
+    text = interface_text(ctx)
+    return None if text is None else FLAG in text
 
 
 def _relative_finding(ctx: Context, ref: ClassRef, where: tuple[int, int, str], opted_in: bool) -> Finding:

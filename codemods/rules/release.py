@@ -1,0 +1,49 @@
+"""What the checked tree's vLLM release does, read from the release's own files: those of the
+package that defines `SupportsPP` for the checked models (vLLM, a fork that renamed it such as
+aphrodite, or the vLLM beside a plugin), else of a `vllm` package under an import root."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..index import ClassRef
+from ..vllm_names import PP_INTERFACE
+from .base import Context
+
+
+def release_text(ctx: Context, *parts: str) -> str | None:
+    """The text of `<package>/<parts>` of the release, or None where there is no such file.
+    `parts` are relative to the top-level package, as in vLLM (`config/speculative.py`)."""
+    for folder in _packages(ctx):
+        try:
+            return folder.joinpath(*parts).read_text(errors="replace")
+        except OSError:
+            continue
+    return None
+
+
+def interface_text(ctx: Context) -> str | None:
+    """The text of the module that defines `SupportsPP`, or of `vllm`'s interfaces module."""
+    found = _interface(ctx)
+    if found is not None:
+        return Path(found.module.path).read_text(errors="replace")
+    return release_text(ctx, "model_executor", "models", "interfaces.py")
+
+
+def _packages(ctx: Context) -> list[Path]:
+    found = _interface(ctx)
+    folders = []
+    if found is not None:
+        depth = len(found.module.module.split("."))
+        path = Path(found.module.path)
+        folders.append(path.parents[depth - (1 if path.name == "__init__.py" else 2)])
+    return folders + [root / "vllm" for root in ctx.index.roots]
+
+
+def _interface(ctx: Context) -> ClassRef | None:
+    """`SupportsPP` as the first entry (or subject) that declares it resolves it."""
+    for ref in [*ctx.entries, *ctx.subjects]:
+        for node in ctx.index.mro(ref):
+            if node.header.name == PP_INTERFACE and node.module.path:
+                return node
+    return None
