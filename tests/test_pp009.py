@@ -153,3 +153,54 @@ def test_inner_model_that_rebuilds_on_every_rank_replaces_the_base_placeholder(t
 def test_inner_model_that_runs_its_base_init_keeps_the_base_placeholder(tmp_path: Path) -> None:
     assert _codes(tmp_path, "super().__init__(config)", "self.norm = Norm(config)") == ["OwnForCausalLM"]
     assert _codes(tmp_path, "BaseModel.__init__(self, config)", "pass") == ["OwnForCausalLM"]
+
+
+HELPER_TIE = '''from torch import nn
+
+from vllm.distributed import get_pp_group
+from vllm.model_executor.models.interfaces import SupportsPP
+from vllm.model_executor.models.utils import PPMissingLayer, should_tie
+
+
+class HelperModel(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        if get_pp_group().is_first_rank or (config.tie_word_embeddings and get_pp_group().is_last_rank):
+            self.embed_tokens = Embedding(config)
+        else:
+            self.embed_tokens = PPMissingLayer()
+{later}
+
+
+class HelperForCausalLM(nn.Module, SupportsPP):
+    def __init__(self, config):
+        super().__init__()
+        self.model = HelperModel(config)
+        if get_pp_group().is_last_rank:
+            self.lm_head = Head(config)
+            if should_tie(config):
+                self.lm_head = self.lm_head.tie_weights(self.model.embed_tokens)
+        else:
+            self.lm_head = PPMissingLayer()
+
+    def forward(self, input_ids, positions, intermediate_tensors=None):
+        return self.model(input_ids, positions, intermediate_tensors)
+'''
+
+
+@pytest.mark.parametrize(("later", "finding", "note"), [
+    ("", False, True),
+    ("        if config.drop_embedding:\n            self.embed_tokens = PPMissingLayer()", True, False),
+])
+def test_a_helper_verdict_is_a_note_unless_another_placeholder_meets_the_tie(
+    tmp_path: Path, later: str, finding: bool, note: bool
+) -> None:
+    """The placeholder the flag avoids is met only if `should_tie` can say yes without the flag:
+    a note. A later placeholder the flag does not avoid is met whatever it says: a finding, even
+    though the first placeholder met is the noted one."""
+    path = tmp_path / "model.py"
+    path.write_text(HELPER_TIE.format(later=later))
+    report = engine.check([path], Options(select=("PP009",), cache=False))
+    assert report.errors == []
+    assert [f.cls for f in report.findings] == (["HelperForCausalLM"] if finding else [])
+    assert [f.cls for f in report.notes] == (["HelperForCausalLM"] if note else [])

@@ -139,11 +139,14 @@ def _problems(ctx: Context, ref: ClassRef, tie: Tie) -> tuple[list[Problem], lis
         if tie.form in LATE:
             cond = conj(cond, ("last",))
         rank = witness(cond)
-        if rank is None or any(p.what == problem.what for p in found + computed):
+        if rank is None or any(p.what == problem.what for p in found):
             continue
+        met = Problem(problem.what, problem.owner, problem.placeholder, rank)
         flagged = conj(_implying_flag(tie.guard), problem.placeholder.guard, *([("last",)] if tie.form in LATE else []))
-        held = found if witness(flagged) is not None else computed
-        held.append(Problem(problem.what, problem.owner, problem.placeholder, rank))
+        if witness(flagged) is not None:
+            found.append(met)
+        elif all(p.what != problem.what for p in computed):
+            computed.append(met)
     return found, [p for p in computed if all(f.what != p.what for f in found)]
 
 

@@ -25,19 +25,23 @@ def release_text(ctx: Context, *parts: str) -> str | None:
 def interface_text(ctx: Context) -> str | None:
     """The text of the module that defines `SupportsPP`, or of `vllm`'s interfaces module."""
     found = _interface(ctx)
-    if found is not None:
+    if found is None:
+        return release_text(ctx, "model_executor", "models", "interfaces.py")
+    try:
         return Path(found.module.path).read_text(errors="replace")
-    return release_text(ctx, "model_executor", "models", "interfaces.py")
+    except OSError:
+        return None
 
 
 def _packages(ctx: Context) -> list[Path]:
+    """The release's top-level package folder: the one `SupportsPP` comes from, else each
+    import root's `vllm`."""
     found = _interface(ctx)
-    folders = []
-    if found is not None:
-        depth = len(found.module.module.split("."))
-        path = Path(found.module.path)
-        folders.append(path.parents[depth - (1 if path.name == "__init__.py" else 2)])
-    return folders + [root / "vllm" for root in ctx.index.roots]
+    if found is None:
+        return [root / "vllm" for root in ctx.index.roots]
+    path = Path(found.module.path)
+    depth = len(found.module.module.split("."))
+    return [path.parents[depth - (1 if path.name == "__init__.py" else 2)]]
 
 
 def _interface(ctx: Context) -> ClassRef | None:
