@@ -15,8 +15,6 @@ TENSORS_CLASS = "IntermediateTensors"
 TENSORS_FIELD = "tensors"
 """`IntermediateTensors`' underlying dict."""
 PP_INTERFACE = "SupportsPP"
-PP_GROUP = "get_pp_group"
-PP_GROUP_MODULE = "vllm.distributed"
 LAST_RANK = "is_last_rank"
 FIRST_RANK = "is_first_rank"
 
