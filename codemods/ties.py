@@ -255,8 +255,9 @@ class _Walker:
             return self.cond(self.local[test.id], depth + 1)
         if len(path := self_path(test) or ()) == 1 and path[0] in self.attrs and depth < 3:
             return self.cond(self.attrs[path[0]], depth + 1)
-        name = _atom_name(test)
-        return ("call", name) if isinstance(test, ast.Call) and name == ast.unparse(test) else ("atom", name)
+        if isinstance(test, ast.Call) and _looked_up(test) is None:
+            return ("call", ast.unparse(test))
+        return ("atom", _atom_name(test))
 
 
 def _placeholder(value: ast.expr) -> bool:
@@ -273,10 +274,15 @@ def _atom_name(test: ast.expr) -> str:
         return test.attr
     if isinstance(test, ast.Name):
         return test.id
+    return _looked_up(test) or ast.unparse(test)
+
+
+def _looked_up(test: ast.expr) -> str | None:
+    """The attribute `getattr(x, "name", ...)` / `hasattr(x, "name")` reads; None for any other expression."""
     if (isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id in ("getattr", "hasattr")
             and len(test.args) >= 2 and isinstance(test.args[1], ast.Constant)):
         return str(test.args[1].value)
-    return ast.unparse(test)
+    return None
 
 
 def conj(*conds: Cond) -> Cond:
@@ -302,15 +308,15 @@ def witness(cond: Cond) -> str | None:
     return None
 
 
-def atoms(cond: Cond) -> set[str]:
-    """The unknown conditions `cond` names."""
+def atoms(cond: Cond, kinds: tuple[str, ...] = ("atom", "call")) -> set[str]:
+    """The unknown conditions `cond` names (of `kinds`: calls' results only, with `("call",)`)."""
     kind = cond[0]
     if kind in ("atom", "call"):
-        return {cond[1]}
+        return {cond[1]} if kind in kinds else set()
     if kind == "not":
-        return atoms(cond[1])
+        return atoms(cond[1], kinds)
     if kind in ("and", "or"):
-        return set().union(*(atoms(c) for c in cond[1]))
+        return set().union(*(atoms(c, kinds) for c in cond[1]))
     return set()
 
 

@@ -189,10 +189,23 @@ def _runs_base_init(node: ClassRef, bases: list[ClassRef]) -> bool:
     return any(call == "super" or call.split(".")[-1] in names for call in calls)
 
 
-def _finding(ctx: Context, ref: ClassRef, tie: Tie, problems: list[Problem]) -> Finding:
-    path = ref.module.path
+def _paths(tie: Tie) -> tuple[str, str, str]:
+    """The head's and the embedding's paths as written (`self.lm_head`), and the tie's site."""
     head, emb = ("self." + ".".join(p) for p in (tie.head, tie.embedding))
-    site = FORMS[tie.form].format(head=head, emb=emb)
+    return head, emb, FORMS[tie.form].format(head=head, emb=emb)
+
+
+def _evidence(ctx: Context, ref: ClassRef, tie: Tie, problems: list[Problem]) -> list[Evidence]:
+    path = ref.module.path
+    evidence = [Evidence(Path(path), tie.line, ctx.line(path, tie.line), "tie")]
+    for p in problems:
+        op = p.owner.module.path
+        evidence.append(Evidence(Path(op), p.placeholder.line, ctx.line(op, p.placeholder.line), "placeholder"))
+    return evidence
+
+
+def _finding(ctx: Context, ref: ClassRef, tie: Tie, problems: list[Problem]) -> Finding:
+    head, emb, site = _paths(tie)
     reasons, remedies = [], []
     for p in problems:
         where = f"`self.{p.placeholder.attr} = PPMissingLayer()` in {p.owner.cls.name} (line {p.placeholder.line})"
@@ -214,12 +227,8 @@ def _finding(ctx: Context, ref: ClassRef, tie: Tie, problems: list[Problem]) -> 
         message += f"; not auto-fixable: {planned}"
     else:
         fix = Fix(applicability=Applicability.UNSAFE, description=" and ".join(remedies), edits=planned)
-    evidence = [Evidence(Path(path), tie.line, ctx.line(path, tie.line), "tie")]
-    for p in problems:
-        op = p.owner.module.path
-        evidence.append(Evidence(Path(op), p.placeholder.line, ctx.line(op, p.placeholder.line), "placeholder"))
-    return RULE.finding(path=path, line=tie.line, column=tie.column, cls=ref.cls.name, message=message,
-                        keys=(f"{tie.form}[{emb}]",), fix=fix, evidence=evidence)
+    return RULE.finding(path=ref.module.path, line=tie.line, column=tie.column, cls=ref.cls.name, message=message,
+                        keys=(f"{tie.form}[{emb}]",), fix=fix, evidence=_evidence(ctx, ref, tie, problems))
 
 
 FLAG = "tie_word_embeddings"
@@ -227,31 +236,17 @@ FLAG = "tie_word_embeddings"
 
 def _unverified(ctx: Context, ref: ClassRef, tie: Tie, computed: list[Problem]) -> Finding:
     """A note: the tie meets a placeholder only if a call in its condition holds without the flag."""
-    head, emb = ("self." + ".".join(p) for p in (tie.head, tie.embedding))
-    site = FORMS[tie.form].format(head=head, emb=emb)
-    calls = " / ".join(f"`{name}`" for name in sorted(_calls(tie.guard)))
+    _, emb, site = _paths(tie)
+    calls = " / ".join(f"`{name}`" for name in sorted(atoms(tie.guard, ("call",))))
     owners = ", ".join(dict.fromkeys(f"{p.owner.cls.name} (line {p.placeholder.line})" for p in computed))
     message = (
         f"cannot verify {site} in {ref.cls.name}: it runs under {calls}, and the placeholder it can meet "
         f"({owners}) is avoided only where `{FLAG}` is set; whether the call implies that flag is not "
         "read; left alone"
     )
-    evidence = [Evidence(Path(ref.module.path), tie.line, ctx.line(ref.module.path, tie.line), "tie")]
-    for p in computed:
-        op = p.owner.module.path
-        evidence.append(Evidence(Path(op), p.placeholder.line, ctx.line(op, p.placeholder.line), "placeholder"))
     return RULE.finding(path=ref.module.path, line=tie.line, column=tie.column, cls=ref.cls.name, message=message,
-                        keys=(f"{tie.form}[{emb}]",), evidence=evidence, note="cannot-verify")
-
-
-def _calls(cond: Cond) -> set[str]:
-    if cond[0] == "call":
-        return {cond[1]}
-    if cond[0] == "not":
-        return _calls(cond[1])
-    if cond[0] in ("and", "or"):
-        return set().union(*(_calls(c) for c in cond[1]))
-    return set()
+                        keys=(f"{tie.form}[{emb}]",), evidence=_evidence(ctx, ref, tie, computed),
+                        note="cannot-verify")
 
 
 def _plan(ctx: Context, ref: ClassRef, tie: Tie, problems: list[Problem]) -> tuple[Edit, ...] | str:

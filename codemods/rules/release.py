@@ -4,6 +4,7 @@ aphrodite, or the vLLM beside a plugin), else of a `vllm` package under an impor
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 from ..index import ClassRef
@@ -14,29 +15,29 @@ from .base import Context
 def release_text(ctx: Context, *parts: str) -> str | None:
     """The text of `<package>/<parts>` of the release, or None where there is no such file.
     `parts` are relative to the top-level package, as in vLLM (`config/speculative.py`)."""
-    for folder in _packages(ctx):
-        try:
-            return folder.joinpath(*parts).read_text(errors="replace")
-        except OSError:
-            continue
-    return None
+    return _first_text(folder.joinpath(*parts) for folder in _packages(ctx, _interface(ctx)))
 
 
 def interface_text(ctx: Context) -> str | None:
     """The text of the module that defines `SupportsPP`, or of `vllm`'s interfaces module."""
     found = _interface(ctx)
-    if found is None:
-        return release_text(ctx, "model_executor", "models", "interfaces.py")
-    try:
-        return Path(found.module.path).read_text(errors="replace")
-    except OSError:
-        return None
+    if found is not None:
+        return _first_text([Path(found.module.path)])
+    return _first_text(folder / "model_executor" / "models" / "interfaces.py" for folder in _packages(ctx, None))
 
 
-def _packages(ctx: Context) -> list[Path]:
-    """The release's top-level package folder: the one `SupportsPP` comes from, else each
-    import root's `vllm`."""
-    found = _interface(ctx)
+def _first_text(paths: Iterable[Path]) -> str | None:
+    for path in paths:
+        try:
+            return path.read_text(errors="replace")
+        except OSError:
+            continue
+    return None
+
+
+def _packages(ctx: Context, found: ClassRef | None) -> list[Path]:
+    """The release's top-level package folder: the one `found` (`SupportsPP`) comes from, else
+    each import root's `vllm`."""
     if found is None:
         return [root / "vllm" for root in ctx.index.roots]
     path = Path(found.module.path)
