@@ -94,8 +94,10 @@ def _collect(index: Index, targets, files: list[Path], registry: Path | None, re
         data = _small_regular_file(path)
         if b"register_model" not in data:
             continue
+        root, name = module_of(path, folders)
+        index.add_root(root)  # the modules it names are its package's, read or not
         try:
-            found = read_registrations(data, module_of(path, folders)[1], path.name == "__init__.py")
+            found = read_registrations(data, name, path.name == "__init__.py")
         except (SyntaxError, ValueError):
             continue
         result.registered.extend(found.entries)

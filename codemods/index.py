@@ -81,9 +81,18 @@ def import_root(path: Path) -> Path:
 
 
 def _package_root(folder: Path) -> Path:
-    while (folder / "__init__.py").is_file() and folder.parent != folder:
-        folder = folder.parent
-    return folder
+    """The parent of the outermost regular package above `folder`. Folders without
+    `__init__.py` below a regular package are namespace portions of it (PEP 420: with no
+    `pkg/models/__init__.py`, `pkg/models/x.py` imports as `pkg.models.x`); with no regular
+    package above, `folder` is the root itself."""
+    above = folder
+    while not (above / "__init__.py").is_file():
+        if above.parent == above:
+            return folder
+        above = above.parent
+    while (above / "__init__.py").is_file() and above.parent != above:
+        above = above.parent
+    return above
 
 
 def module_of(path: Path, roots: dict[Path, Path]) -> tuple[Path, str]:
@@ -169,6 +178,12 @@ class Index:
         self._mro.clear()
         self._initialized.clear()
         return old
+
+    def add_root(self, root: Path) -> None:
+        """Search `root` too, after the others; a module not found before is looked for again."""
+        if root not in self.roots:
+            self.roots.append(root)
+            self.by_name = {name: facts for name, facts in self.by_name.items() if facts is not None}
 
     def module(self, name: str) -> ModuleFacts | None:
         if name in self.by_name:
