@@ -148,12 +148,13 @@ def _resolve(index: Index, result: Entries, registry: Path | None) -> None:
     """Every registered architecture's class, as an entry or a draft head; those that resolve to
     no class are listed as unverified."""
     missing = []
+    vllm_drafts = _vllm_drafts(index)
     for entry in result.registered:
         refs = index.lookup(entry.module, entry.cls)
         if not refs:
             missing.append(entry)
         for ref in refs:
-            draft = DRAFT_TABLE in entry.table or is_draft(ref)
+            draft = DRAFT_TABLE in entry.table or entry.arch in vllm_drafts or is_draft(ref)
             group = result.drafts if draft else result.entries
             if ref not in group:
                 group.append(ref)
@@ -169,6 +170,19 @@ def _resolve(index: Index, result: Entries, registry: Path | None) -> None:
             f"{len(missing)} registered architecture(s) resolve to no class here: "
             + ", ".join(f"{e.arch} -> {e.module}.{e.cls}" for e in missing[:5]) + (" ..." if len(missing) > 5 else "")
         )
+
+
+def _vllm_drafts(index: Index) -> set[str]:
+    """The architectures that vLLM's own registry lists as draft heads, where the run can read it
+    (an extra path, the installed vLLM): a plugin that registers one replaces a drafter."""
+    for root in index.roots:
+        path = root / "vllm" / "model_executor" / "models" / "registry.py"
+        if path.is_file():
+            try:
+                return {e.arch for e in load_registry(path) if DRAFT_TABLE in e.table}
+            except RegistryError:
+                return set()
+    return set()
 
 
 def _built_elsewhere(index: Index, targets, registered: list[RegistryEntry]) -> set[ClassRef]:

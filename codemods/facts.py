@@ -157,6 +157,12 @@ class ClassFacts:
     """Whose `__init__` this class's `__init__` calls: "super" or a base's dotted name
     (`nn.Module.__init__(self)` -> "nn.Module"); None when the class defines no `__init__`."""
     is_protocol: bool = False
+    class_attrs: dict[str, str] = field(default_factory=dict)
+    """Class-body `name = <dotted name>` (`model_cls = DeepseekV4Model`): the class an instance
+    builds with `self.<name>(...)`, unless a subclass names another."""
+    returns: dict[str, list[Submodule]] = field(default_factory=dict)
+    """Method -> the constructions it returns (`return LlamaModel(...)`, `return self.model_cls(...)`):
+    what `self.<method>(...)` builds, unless a subclass overrides the method."""
     misspelled_producer: list[Producer] = field(default_factory=list)
     loading: LoadingFacts | None = None
     """Weight-loader lookups and layer splits (PP008); None when the class has neither."""

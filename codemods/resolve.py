@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .conditions import exclusive
-from .facts import Call, Guard, KeyUse, Located, Producer, Side
+from .facts import Call, Guard, KeyUse, Located, Producer, Side, Submodule
 from .index import ClassRef, Index, Method
 
 NOT_MODULES = {"PPMissingLayer", "Identity", "ModuleList", "ModuleDict", "Sequential"}
@@ -170,27 +170,56 @@ class Resolver:
         for node in self.index.mro(ref):
             subs = node.cls.locals_.get(name)
             if subs:
-                return self._constructed(node, subs, name)
+                return self._constructed(ref, node, subs, name)
         return f"`{name}` not resolved"
 
     def _attribute(self, ref: ClassRef, attr: str) -> list[ClassRef] | str:
         for node in self.index.mro(ref):
             subs = node.cls.submodules.get(attr)
             if subs:
-                return self._constructed(node, subs, f"self.{attr}")
+                return self._constructed(ref, node, subs, f"self.{attr}")
         return f"`self.{attr}` not resolved"
 
-    def _constructed(self, node: ClassRef, subs, label: str) -> list[ClassRef] | str:
+    def _constructed(self, ref: ClassRef, node: ClassRef, subs, label: str) -> list[ClassRef] | str:
+        """The classes of what `node` (a class of `ref`'s MRO) builds in `subs`, for an instance
+        of `ref`."""
         found: list[ClassRef] = []
         for sub in subs:
             if sub.dynamic:
-                registered = self.architectures.get(sub.arch)
-                if registered is None:
+                built = self._built(ref, sub, 0)
+                if not built:
                     return f"{label} is built dynamically ({sub.ctor})"
-                found.extend(c for c in self.index.lookup(*registered) if c not in found)
+                found.extend(c for c in built if c not in found)
             elif sub.ctor.split(".")[-1] not in NOT_MODULES:
                 found.extend(c for c in self.index.resolve(node.module, sub.ctor) if c not in found)
         return found or f"{label} ({subs[0].ctor}) not resolved"
+
+    def _built(self, ref: ClassRef, sub: Submodule, depth: int) -> list[ClassRef]:
+        """What a dynamic construction builds for an instance of `ref`: a registered architecture
+        (`architectures=["X"]`), or through `self.<name>(...)` the class a class attribute names
+        (`model_cls = DeepseekV4Model`) or what a method returns (`_init_model`), as the first
+        class of `ref`'s MRO that has the name defines it (a subclass overrides either). Empty
+        when it cannot be told."""
+        if sub.arch:
+            registered = self.architectures.get(sub.arch)
+            return self.index.lookup(*registered) if registered else []
+        name = sub.ctor.removeprefix("self.")
+        if name == sub.ctor or depth > 3:
+            return []
+        for owner in self.index.mro(ref):
+            value = owner.cls.class_attrs.get(name)
+            if value is not None:
+                return [] if value.split(".")[-1] in NOT_MODULES else self.index.resolve(owner.module, value)
+            if owner.defines(name):
+                found: list[ClassRef] = []
+                for returned in owner.cls.returns.get(name, []):
+                    built = (self._built(ref, returned, depth + 1) if returned.dynamic
+                             else self.index.resolve(owner.module, returned.ctor))
+                    if not built:
+                        return []
+                    found.extend(c for c in built if c not in found)
+                return found
+        return []
 
     def traffic(self, ref: ClassRef, method: str = "forward", trail: tuple = ()) -> Traffic:
         key = (ref.key, method)

@@ -193,3 +193,35 @@ def test_registrations_through_constants_loops_and_lazy_imports() -> None:
         ("A", "pkg.a", "A"), ("D", "pkg.drafts", "DraftHead"), ("B", "pkg.b", "B"), ("C", "pkg.c", "C"),
     ]
     assert found.dynamic == ()
+
+
+def test_plugin_registration_of_a_vllm_draft_architecture_is_a_draft_head(in_dir: Path) -> None:
+    extra = in_dir / "installed"
+    _write(extra, {
+        "vllm/__init__.py": "", "vllm/model_executor/__init__.py": "", "vllm/model_executor/models/__init__.py": "",
+        "vllm/model_executor/models/registry.py": '''
+            _TEXT_GENERATION_MODELS = {"BaseVL": ("base_vl", "BaseVLForConditionalGeneration")}
+            _SPECULATIVE_DECODING_MODELS = {"SparkDraftModel": ("spark_draft", "SparkDraftForCausalLM")}
+        ''',
+    })
+    _write(in_dir, {
+        "plug/__init__.py": '''
+            from vllm import ModelRegistry
+
+            def register():
+                ModelRegistry.register_model("SparkDraftModel", "plug.spark:PlugSparkForCausalLM")
+        ''',
+        "plug/spark.py": '''
+            from torch import nn
+            from vllm.model_executor.models.interfaces import SupportsPP
+
+
+            class PlugSparkForCausalLM(nn.Module, SupportsPP):
+                def forward(self, input_ids, positions, intermediate_tensors=None, inputs_embeds=None):
+                    return input_ids
+        ''',
+    })
+    alone = engine.check([Path("plug")], Options(installed_vllm=False))
+    assert [(f.rule, f.cls) for f in alone.findings] == [("PP004", "PlugSparkForCausalLM")]
+    beside = engine.check([Path("plug")], Options(extra_path=(extra,), installed_vllm=False))
+    assert beside.findings == []

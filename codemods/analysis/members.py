@@ -59,6 +59,10 @@ class MemberWalker:
                     self.walk(block, tests)
             elif isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
                 self._assign(stmt, stmt.value, tests)
+            elif isinstance(stmt, ast.Return) and stmt.value is not None and self.fn.name != "forward":
+                sub = _submodule(self.fn.name, stmt.value, stmt.lineno)
+                if sub and (sub.dynamic or sub.ctor.split(".")[-1][:1].isupper()):  # a construction
+                    self.facts.returns.setdefault(self.fn.name, []).append(sub)
 
     def _assign(self, stmt: ast.Assign | ast.AnnAssign, value: ast.expr, tests: Tests) -> None:
         targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]

@@ -65,7 +65,9 @@ RULE = Rule(
         "a misspelled attribute name, a subclass whose `nn.Module.__init__(self)` skips the base "
         "`__init__` that delegated. The fix appends that delegation line to `__init__` when the "
         "forward hands `intermediate_tensors` to exactly one submodule: safe when the submodule's "
-        "class is known and has a producer, unsafe when it is built dynamically or its producer can "
+        "class is known and has a producer, unsafe when it is built dynamically (by the model "
+        "registry, or through `self.model_cls(...)` / `self._init_model(...)`, which a subclass can "
+        "change) or its producer can "
         "only come from a base that resolves to no class. A class with such a base (a plugin's "
         "`LlamaForCausalLM` subclass checked without vLLM beside it, a name its module lacks) may "
         "get the producer from it: it is left unverified, and `--verbose` says why. A placeholder "
@@ -165,7 +167,7 @@ def _plan(ctx: Context, ref: ClassRef) -> tuple[Fix | None, str]:
     if attr not in ref.cls.init_last_assign:
         return None, f"`self.{attr}` is not assigned at the top level of {ref.cls.name}.__init__"
     owners = ctx.resolver.object_classes(ref, ("self", attr))
-    built = any(sub.dynamic for node in ctx.index.mro(ref) for sub in node.cls.submodules.get(attr, []))
+    built = [sub.ctor for node in ctx.index.mro(ref) for sub in node.cls.submodules.get(attr, []) if sub.dynamic]
     if isinstance(owners, str) and "dynamically" in owners:
         applicability, note = Applicability.UNSAFE, f" (unsafe: {owners})"
     elif isinstance(owners, str) or not owners:
@@ -177,7 +179,10 @@ def _plan(ctx: Context, ref: ClassRef) -> tuple[Fix | None, str]:
         note = f" (unsafe: {owners[0].cls.name} has one only if base `{inner.opaque[0]}`, which resolves to no class here, defines it)"
     elif built:
         applicability = Applicability.UNSAFE
-        note = f" (unsafe: self.{attr} is built by the model registry, as {owners[0].cls.name} unless configured otherwise)"
+        named = next((ctor for ctor in built if ctor.startswith("self.")), None)
+        note = (f" (unsafe: self.{attr} is built as {owners[0].cls.name} through {named}, which a subclass may change)"
+                if named else
+                f" (unsafe: self.{attr} is built by the model registry, as {owners[0].cls.name} unless configured otherwise)")
     else:
         applicability, note = Applicability.SAFE, ""
     if not ctx.editable(ref.module.path):

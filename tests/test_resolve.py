@@ -1,0 +1,54 @@
+"""What `self.<attr>` is, for an instance of a class, when a name builds it (`Resolver.object_classes`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from contractfix import engine
+from contractfix.config import Options
+from contractfix.findings import Report
+from tests.conftest import ROOT
+
+FIXTURE = ROOT / "tests" / "fixtures" / "PP004" / "model_built_by_name.py"
+
+MORE = '''
+
+class DeltaForCausalLM(AlphaForCausalLM):
+    """A method that returns what the class attribute names: this class's, not the base's."""
+
+    model_cls = GammaModel
+
+    def __init__(self, *, vllm_config, prefix=""):
+        super().__init__()
+        self.model = self._build(vllm_config=vllm_config)
+
+    def _build(self, vllm_config):
+        return self.model_cls(vllm_config=vllm_config)
+
+
+class EpsilonForCausalLM(BetaForCausalLM):
+    """Overrides the builder with one whose result is not a construction: unknown."""
+
+    def _init_model(self, vllm_config, prefix=""):
+        return make_model(vllm_config)
+'''
+
+
+@pytest.mark.parametrize(("cls", "built"), [
+    ("AlphaForCausalLM", "AlphaModel"),
+    ("BetaForCausalLM", "AlphaModel"),
+    ("GammaForCausalLM", "GammaModel"),
+    ("DeltaForCausalLM", "GammaModel"),
+    ("EpsilonForCausalLM", "self.model is built dynamically (self._init_model)"),
+])
+def test_self_attribute_built_through_a_name(tmp_path: Path, cls: str, built: str) -> None:
+    source = tmp_path / "models.py"
+    source.write_text(FIXTURE.read_text() + MORE)
+    session = engine.analyze([source], Options(installed_vllm=False), Report())
+    engine.evaluate(session)
+    assert session.resolver is not None
+    ref = session.index.lookup("models", cls)[0]
+    found = session.resolver.object_classes(ref, ("self", "model"))
+    assert (found if isinstance(found, str) else found[0].cls.name) == built
