@@ -157,6 +157,11 @@ class ClassFacts:
     """Whose `__init__` this class's `__init__` calls: "super" or a base's dotted name
     (`nn.Module.__init__(self)` -> "nn.Module"); None when the class defines no `__init__`."""
     is_protocol: bool = False
+    init_defaults: dict[str, str] = field(default_factory=dict)
+    """`__init__` parameters whose default is a dotted name (`model_type=InternLM2Model`)."""
+    init_passes: dict[str, str] = field(default_factory=dict)
+    """Keyword arguments of a dotted name that `__init__` hands to a base's `__init__`
+    (`super().__init__(model_type=model_type)`)."""
     class_attrs: dict[str, str] = field(default_factory=dict)
     """Class-body `name = <dotted name>` (`model_cls = DeepseekV4Model`): the class an instance
     builds with `self.<name>(...)`, unless a subclass names another."""

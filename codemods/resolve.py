@@ -191,8 +191,24 @@ class Resolver:
                     return f"{label} is built dynamically ({sub.ctor})"
                 found.extend(c for c in built if c not in found)
             elif sub.ctor.split(".")[-1] not in NOT_MODULES:
-                found.extend(c for c in self.index.resolve(node.module, sub.ctor) if c not in found)
+                owner, ctor = self._argument(ref, node, sub.ctor)
+                found.extend(c for c in self.index.resolve(owner.module, ctor) if c not in found)
         return found or f"{label} ({subs[0].ctor}) not resolved"
+
+    def _argument(self, ref: ClassRef, node: ClassRef, ctor: str) -> tuple[ClassRef, str]:
+        """The class `ctor` names for an instance of `ref`, and the class whose module to read it
+        in. A parameter of `node`'s `__init__` with a default (`model_type=InternLM2Model`) is
+        what the first subclass `__init__` of `ref`'s MRO hands on for it (its own parameter's
+        default, when it hands that on), else the default; any other name is itself."""
+        if ctor not in node.cls.init_defaults:
+            return node, ctor
+        for owner in self.index.mro(ref):
+            if owner.key == node.key:
+                break
+            value = owner.cls.init_passes.get(ctor)
+            if value is not None:
+                return owner, owner.cls.init_defaults.get(value, value)
+        return node, node.cls.init_defaults[ctor]
 
     def _built(self, ref: ClassRef, sub: Submodule, depth: int) -> list[ClassRef]:
         """What a dynamic construction builds for an instance of `ref`: a registered architecture

@@ -1,4 +1,5 @@
-"""What `self.<attr>` is, for an instance of a class, when a name builds it (`Resolver.object_classes`)."""
+"""What `self.<attr>` is, for an instance of a class, when a name or a parameter builds it
+(`Resolver.object_classes`)."""
 
 from __future__ import annotations
 
@@ -33,6 +34,36 @@ class EpsilonForCausalLM(BetaForCausalLM):
 
     def _init_model(self, vllm_config, prefix=""):
         return make_model(vllm_config)
+
+
+class ZetaForCausalLM(nn.Module, SupportsPP):
+    """The inner model's class is a parameter of `__init__`, with a default."""
+
+    def __init__(self, *, vllm_config, prefix="", model_type=AlphaModel):
+        super().__init__()
+        self.model = model_type(vllm_config=vllm_config, prefix=prefix)
+
+
+class EtaForCausalLM(ZetaForCausalLM):
+    """Hands its own parameter's default on, from inside a `with` block."""
+
+    def __init__(self, *, vllm_config, prefix="", model_type=GammaModel):
+        with no_init_weights(self):
+            super().__init__(vllm_config=vllm_config, prefix=prefix, model_type=model_type)
+
+
+class ThetaForCausalLM(ZetaForCausalLM):
+    """Hands a class on."""
+
+    def __init__(self, *, vllm_config, prefix=""):
+        super().__init__(vllm_config=vllm_config, prefix=prefix, model_type=GammaModel)
+
+
+class IotaForCausalLM(ThetaForCausalLM):
+    """Hands nothing on: what its base hands on."""
+
+    def __init__(self, *, vllm_config, prefix=""):
+        super().__init__(vllm_config=vllm_config, prefix=prefix)
 '''
 
 
@@ -42,6 +73,10 @@ class EpsilonForCausalLM(BetaForCausalLM):
     ("GammaForCausalLM", "GammaModel"),
     ("DeltaForCausalLM", "GammaModel"),
     ("EpsilonForCausalLM", "self.model is built dynamically (self._init_model)"),
+    ("ZetaForCausalLM", "AlphaModel"),
+    ("EtaForCausalLM", "GammaModel"),
+    ("ThetaForCausalLM", "GammaModel"),
+    ("IotaForCausalLM", "GammaModel"),
 ])
 def test_self_attribute_built_through_a_name(tmp_path: Path, cls: str, built: str) -> None:
     source = tmp_path / "models.py"

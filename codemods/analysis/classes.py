@@ -89,6 +89,8 @@ class ClassAnalyzer:
             built = next((stmt for stmt in reversed(fn.body) if _builds(stmt)), None)
             self.facts.init_last_build = built.end_lineno or built.lineno if built else 0
             self.facts.init_calls = tuple(_init_calls(fn))
+            self.facts.init_defaults = _name_defaults(fn)
+            self.facts.init_passes = _passed_on(fn.body)
         MemberWalker(self.facts, fn).walk(fn.body, ())
         if self.mentions(fn):
             self.facts.methods[fn.name] = FunctionAnalyzer(fn, producer=False).run()
@@ -119,6 +121,34 @@ def _init_calls(fn: Function) -> list[str]:
                 chain = ("super:" + ".".join(start),) if start else None
             if chain and ".".join(chain) not in found:
                 found.append(".".join(chain))
+    return found
+
+
+def _named(node: ast.expr | None) -> str | None:
+    """A dotted name that is not an attribute of `self` (`InternLM2Model`, `models.Model`)."""
+    chain = dotted(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
+    return ".".join(chain) if chain and chain[0] != "self" else None
+
+
+def _name_defaults(fn: Function) -> dict[str, str]:
+    """Parameters whose default is a dotted name: a class the caller may replace."""
+    args = fn.args
+    positional = args.posonlyargs + args.args
+    pairs = [*zip(positional[len(positional) - len(args.defaults):], args.defaults, strict=True),
+             *zip(args.kwonlyargs, args.kw_defaults, strict=True)]
+    return {arg.arg: name for arg, default in pairs if (name := _named(default))}
+
+
+def _passed_on(body: list[ast.stmt]) -> dict[str, str]:
+    """Keyword arguments of a dotted name in the `<base>.__init__(...)` calls among `body`'s
+    statements and those of its `with` blocks."""
+    found = {}
+    for stmt in body:
+        if isinstance(stmt, (ast.With, ast.AsyncWith)):
+            found.update(_passed_on(stmt.body))
+        call = stmt.value if isinstance(stmt, ast.Expr) else None
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "__init__":
+            found.update((k.arg, name) for k in call.keywords if k.arg and (name := _named(k.value)))
     return found
 
 
