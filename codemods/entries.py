@@ -19,7 +19,7 @@ from pathlib import Path
 from .index import ClassRef, Index, import_root, module_of
 from .plugins import plugin_entry_points, read_registrations
 from .registry import RegistryEntry, RegistryError, is_vllm_registry, load_registry, root_of
-from .vllm_names import DRAFT_TABLE, PP_INTERFACE, PP_LIST, PRODUCER, TEXT_TABLE
+from .vllm_names import DRAFT_TABLE, PP_INTERFACE, PP_LIST, PRODUCER, REGISTRY, TEXT_TABLE
 
 DRAFT_CLASS = re.compile(r"MTP|Eagle|EAGLE|Medusa|Speculator|Drafter|DFlash")
 DRAFT_MODULE = re.compile(r"(^|_)(mtp|eagle\d*|medusa|drafter|speculator)(_|$)")
@@ -176,7 +176,7 @@ def _vllm_drafts(index: Index) -> set[str]:
     """The architectures that vLLM's own registry lists as draft heads, where the run can read it
     (an extra path, the installed vLLM): a plugin that registers one replaces a drafter."""
     for root in index.roots:
-        path = root / "vllm" / "model_executor" / "models" / "registry.py"
+        path = root / REGISTRY
         if path.is_file():
             try:
                 return {e.arch for e in load_registry(path) if DRAFT_TABLE in e.table}

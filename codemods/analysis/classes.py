@@ -68,10 +68,8 @@ class ClassAnalyzer:
                 self.facts.producers.append(
                     Producer("unknown", node.lineno, node.col_offset, attr=ATTR)
                 )
-            elif isinstance(target, ast.Name) and isinstance(node.value, (ast.Name, ast.Attribute)):
-                chain = dotted(node.value)
-                if chain and chain[0] != "self":
-                    self.facts.class_attrs[target.id] = ".".join(chain)
+            elif isinstance(target, ast.Name) and (name := _named(node.value)):
+                self.facts.class_attrs[target.id] = name
 
     def _method(self, fn: Function) -> None:
         self.facts.method_names.add(fn.name)
