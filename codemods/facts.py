@@ -159,9 +159,13 @@ class ClassFacts:
     is_protocol: bool = False
     init_defaults: dict[str, str] = field(default_factory=dict)
     """`__init__` parameters whose default is a dotted name (`model_type=InternLM2Model`)."""
+    init_params: tuple[str, ...] = ()
+    """The positional parameters of `__init__`, after `self`."""
     init_passes: dict[str, str] = field(default_factory=dict)
-    """Keyword arguments of a dotted name that `__init__` hands to a base's `__init__`
-    (`super().__init__(model_type=model_type)`)."""
+    """Keyword arguments that `__init__` hands to a base's `__init__`
+    (`super().__init__(model_type=model_type)`): a dotted name, or "" when not known."""
+    init_passes_at: dict[int, str] = field(default_factory=dict)
+    """The same for positional arguments, by place (after `self` in `Base.__init__(self, ...)`)."""
     class_attrs: dict[str, str] = field(default_factory=dict)
     """Class-body `name = <dotted name>` (`model_cls = DeepseekV4Model`): the class an instance
     builds with `self.<name>(...)`, unless a subclass names another."""

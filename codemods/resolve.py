@@ -166,6 +166,11 @@ class Resolver:
             current = step
         return current
 
+    def built_by(self, ref: ClassRef, node: ClassRef, attr: str) -> list[ClassRef] | str:
+        """The classes of what `node`, a class of `ref`'s MRO, assigns to `self.<attr>` when it
+        builds an instance of `ref` (which may hand it another class, or name another)."""
+        return self._constructed(ref, node, node.cls.submodules[attr], f"self.{attr}")
+
     def _local(self, ref: ClassRef, name: str) -> list[ClassRef] | str:
         for node in self.index.mro(ref):
             subs = node.cls.locals_.get(name)
@@ -198,14 +203,17 @@ class Resolver:
     def _argument(self, ref: ClassRef, node: ClassRef, ctor: str) -> tuple[ClassRef, str]:
         """The class `ctor` names for an instance of `ref`, and the class whose module to read it
         in. A parameter of `node`'s `__init__` with a default (`model_type=InternLM2Model`) is
-        what the first subclass `__init__` of `ref`'s MRO hands on for it (its own parameter's
-        default, when it hands that on), else the default; any other name is itself."""
+        what the first subclass `__init__` of `ref`'s MRO hands on for it, by keyword or by
+        place (its own parameter's default, when it hands that on; "" when it is not known),
+        else the default; any other name is itself."""
         if ctor not in node.cls.init_defaults:
             return node, ctor
+        params = node.cls.init_params
+        place = params.index(ctor) if ctor in params else -1
         for owner in self.index.mro(ref):
             if owner.key == node.key:
                 break
-            value = owner.cls.init_passes.get(ctor)
+            value = owner.cls.init_passes.get(ctor, owner.cls.init_passes_at.get(place))
             if value is not None:
                 return owner, owner.cls.init_defaults.get(value, value)
         return node, node.cls.init_defaults[ctor]

@@ -64,6 +64,55 @@ class IotaForCausalLM(ThetaForCausalLM):
 
     def __init__(self, *, vllm_config, prefix=""):
         super().__init__(vllm_config=vllm_config, prefix=prefix)
+
+
+class KappaForCausalLM(nn.Module, SupportsPP):
+    """The parameter can be given by place."""
+
+    def __init__(self, vllm_config, prefix="", model_type=AlphaModel):
+        super().__init__()
+        self.model = model_type(vllm_config=vllm_config, prefix=prefix)
+
+
+class LambdaForCausalLM(KappaForCausalLM):
+    """Hands a class on by place."""
+
+    def __init__(self, *, vllm_config, prefix=""):
+        super().__init__(vllm_config, prefix, GammaModel)
+
+
+class MuForCausalLM(KappaForCausalLM):
+    """By place, through the base's `__init__` called by name (after `self`)."""
+
+    def __init__(self, *, vllm_config, prefix=""):
+        KappaForCausalLM.__init__(self, vllm_config, prefix, GammaModel)
+
+
+class NuForCausalLM(ZetaForCausalLM):
+    """Hands one class or another on, by configuration: not known."""
+
+    def __init__(self, *, vllm_config, prefix=""):
+        if vllm_config.model_config.is_reward:
+            super().__init__(vllm_config=vllm_config, prefix=prefix, model_type=GammaModel)
+        else:
+            super().__init__(vllm_config=vllm_config, prefix=prefix)
+
+
+class XiForCausalLM(ZetaForCausalLM):
+    """Hands the same class on from both branches."""
+
+    def __init__(self, *, vllm_config, prefix=""):
+        if vllm_config.parallel_config.pipeline_parallel_size > 1:
+            super().__init__(vllm_config=vllm_config, prefix=prefix, model_type=GammaModel)
+        else:
+            super().__init__(vllm_config=vllm_config, prefix="", model_type=GammaModel)
+
+
+class OmicronForCausalLM(ZetaForCausalLM):
+    """Hands on what a call returns: not known."""
+
+    def __init__(self, *, vllm_config, prefix=""):
+        super().__init__(vllm_config=vllm_config, prefix=prefix, model_type=pick_model(vllm_config))
 '''
 
 
@@ -77,6 +126,12 @@ class IotaForCausalLM(ThetaForCausalLM):
     ("EtaForCausalLM", "GammaModel"),
     ("ThetaForCausalLM", "GammaModel"),
     ("IotaForCausalLM", "GammaModel"),
+    ("KappaForCausalLM", "AlphaModel"),
+    ("LambdaForCausalLM", "GammaModel"),
+    ("MuForCausalLM", "GammaModel"),
+    ("NuForCausalLM", "self.model (model_type) not resolved"),
+    ("XiForCausalLM", "GammaModel"),
+    ("OmicronForCausalLM", "self.model (model_type) not resolved"),
 ])
 def test_self_attribute_built_through_a_name(tmp_path: Path, cls: str, built: str) -> None:
     source = tmp_path / "models.py"

@@ -4,13 +4,17 @@ builds and calls (where a fix can insert a delegation; whether a base's `__init_
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
+from typing import TypeVar
 
 from .. import auxstates, loading, nonevalues, rankuse, ties
 from ..facts import ClassFacts, Producer
 from ..walk import walk
 from .members import MemberWalker
-from .syntax import ATTR, IT, IT_CLASS, Function, base_name, dotted, dynamic_builder
+from .syntax import ATTR, IT, IT_CLASS, Function, base_name, blocks, dotted, dynamic_builder
 from .traffic import FunctionAnalyzer
+
+K = TypeVar("K", str, int)
 
 
 class ClassAnalyzer:
@@ -88,7 +92,8 @@ class ClassAnalyzer:
             self.facts.init_last_build = built.end_lineno or built.lineno if built else 0
             self.facts.init_calls = tuple(_init_calls(fn))
             self.facts.init_defaults = _name_defaults(fn)
-            self.facts.init_passes = _passed_on(fn.body)
+            self.facts.init_params = tuple(a.arg for a in fn.args.posonlyargs + fn.args.args)[1:]
+            self.facts.init_passes, self.facts.init_passes_at = _passed_on(fn.body)
         MemberWalker(self.facts, fn).walk(fn.body, ())
         if self.mentions(fn):
             self.facts.methods[fn.name] = FunctionAnalyzer(fn, producer=False).run()
@@ -137,17 +142,51 @@ def _name_defaults(fn: Function) -> dict[str, str]:
     return {arg.arg: name for arg, default in pairs if (name := _named(default))}
 
 
-def _passed_on(body: list[ast.stmt]) -> dict[str, str]:
-    """Keyword arguments of a dotted name in the `<base>.__init__(...)` calls among `body`'s
-    statements and those of its `with` blocks."""
-    found = {}
+def _passed_on(body: list[ast.stmt]) -> tuple[dict[str, str], dict[int, str]]:
+    """What the `<base>.__init__(...)` calls among `body`'s statements, in any block of it (a
+    call under an `if` counts), hand on: by keyword, and by place (after the `self` of
+    `Base.__init__(self, ...)`). A dotted name, or "" where it is not known: the value is
+    something else, or calls to the same `__init__` hand on different names (or one leaves the
+    parameter to its default)."""
+    by_target: dict[str, list[tuple[dict[str, str], dict[int, str]]]] = {}
+    for owner, call in _base_init_calls(body):
+        explicit = not isinstance(owner, ast.Call)  # not super().__init__
+        places: dict[int, str] = {}
+        for place, arg in enumerate(call.args[1:] if explicit else call.args):
+            if isinstance(arg, ast.Starred):
+                break
+            places[place] = _named(arg) or ""
+        names = {k.arg: _named(k.value) or "" for k in call.keywords if k.arg}
+        by_target.setdefault(ast.dump(owner), []).append((names, places))
+    by_name: dict[str, str] = {}
+    by_place: dict[int, str] = {}
+    for calls in by_target.values():
+        _agreed(by_name, [names for names, _ in calls])
+        _agreed(by_place, [places for _, places in calls])
+    return by_name, by_place
+
+
+def _agreed(found: dict[K, str], calls: list[dict[K, str]]) -> None:
+    """Add to `found` what every call of `calls` hands on for each key; "" where they differ,
+    or where `found` holds another value already."""
+    for key in {key for call in calls for key in call}:
+        values = {call.get(key, "") for call in calls}
+        value = values.pop() if len(values) == 1 else ""
+        found[key] = value if found.get(key, value) == value else ""
+
+
+def _base_init_calls(body: list[ast.stmt]) -> Iterator[tuple[ast.expr, ast.Call]]:
+    """(whose `__init__`, the call) of each `<owner>.__init__(...)` statement in `body`'s blocks."""
     for stmt in body:
-        if isinstance(stmt, (ast.With, ast.AsyncWith)):
-            found.update(_passed_on(stmt.body))
+        if isinstance(stmt, ast.If):
+            yield from _base_init_calls(stmt.body)
+            yield from _base_init_calls(stmt.orelse)
+        elif isinstance(stmt, (ast.With, ast.AsyncWith, ast.For, ast.AsyncFor, ast.While, ast.Try)):
+            for block in blocks(stmt):
+                yield from _base_init_calls(block)
         call = stmt.value if isinstance(stmt, ast.Expr) else None
         if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "__init__":
-            found.update((k.arg, name) for k in call.keywords if k.arg and (name := _named(k.value)))
-    return found
+            yield call.func.value, call
 
 
 def _assigned_in(stmt: ast.stmt) -> list[str]:

@@ -68,7 +68,10 @@ RULE = Rule(
         "class is known and has a producer, unsafe when it is built dynamically (by the model "
         "registry, or through `self.model_cls(...)` / `self._init_model(...)`, which a subclass can "
         "change) or its producer can "
-        "only come from a base that resolves to no class. A class with such a base (a plugin's "
+        "only come from a base that resolves to no class. The delegation runs for every entry that "
+        "inherits that `__init__`: none is written when one of them builds the submodule as a class "
+        "without a producer (it hands another `model_type` on, by keyword or by place), and it is "
+        "unsafe when what one of them builds is not known. A class with such a base (a plugin's "
         "`LlamaForCausalLM` subclass checked without vLLM beside it, a name its module lacks) may "
         "get the producer from it: it is left unverified, and `--verbose` says why. A placeholder "
         "(`self.make_empty_intermediate_tensors = lambda: None`, a method taking no arguments) "
@@ -185,6 +188,16 @@ def _plan(ctx: Context, ref: ClassRef) -> tuple[Fix | None, str]:
                 f" (unsafe: self.{attr} is built by the model registry, as {owners[0].cls.name} unless configured otherwise)")
     else:
         applicability, note = Applicability.SAFE, ""
+    builder = next(node for node in ctx.index.mro(ref) if attr in node.cls.submodules)
+    for sub in _inheritors(ctx, ref):
+        theirs = ctx.resolver.built_by(sub, builder, attr)
+        if isinstance(theirs, str) or not theirs or any(ctx.resolver.allocation(c).opaque for c in theirs):
+            if applicability is Applicability.SAFE:
+                applicability = Applicability.UNSAFE
+                note = f" (unsafe: what self.{attr} is in subclass {sub.cls.name} is not known)"
+        elif lacking := [c for c in theirs if ctx.resolver.allocation(c).missing]:
+            return None, (f"subclass {sub.cls.name} builds `self.{attr}` as {lacking[0].cls.name}, which has "
+                          f"none either: the delegation would fail in its __init__")
     if not ctx.editable(ref.module.path):
         return None, f"{ref.module.path} is outside the checked paths"
     line = max(ref.cls.init_last_build, ref.cls.init_last_assign[attr])
@@ -193,6 +206,13 @@ def _plan(ctx: Context, ref: ClassRef) -> tuple[Fix | None, str]:
         description=f"delegate to self.{attr}.make_empty_intermediate_tensors in __init__{note}",
         edits=(InsertDelegation(path=Path(ref.module.path), line=line, column=0, cls=ref.cls.name, attr=attr),),
     ), ""
+
+
+def _inheritors(ctx: Context, ref: ClassRef) -> list[ClassRef]:
+    """The entries that run `ref`'s `__init__` when built, and so would run a delegation
+    written there."""
+    return [sub for sub in ctx.entries if sub != ref and ref in ctx.index.mro(sub)[1:]
+            and ref.key in ctx.index.initialized(sub)]
 
 
 def _submodules(ctx: Context, ref: ClassRef) -> set[str]:
