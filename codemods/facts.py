@@ -135,6 +135,10 @@ class Submodule:
     line: int
     dynamic: bool
     arch: str = ""
+    passes: tuple[tuple[str, str], ...] = ()
+    """Keyword arguments of the construction that can be a class: (parameter, dotted name)."""
+    passes_at: tuple[str, ...] = ()
+    """The same by place ("" for an argument that cannot be one); empty when none can."""
 
 
 @dataclass

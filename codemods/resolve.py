@@ -71,6 +71,7 @@ class Resolver:
         self.packages = packages
         self._alloc: dict = {}
         self._traffic: dict = {}
+        self._handed: dict[tuple[str, str], list[tuple[ClassRef, Submodule]]] = {}
 
     def traced(self) -> bool:
         """Whether any traffic or allocation was asked for (and memoized)."""
@@ -196,11 +197,11 @@ class Resolver:
                     return f"{label} is built dynamically ({sub.ctor})"
                 found.extend(c for c in built if c not in found)
             elif sub.ctor.split(".")[-1] not in NOT_MODULES:
-                owner, ctor = self._argument(ref, node, sub.ctor)
+                owner, ctor = self.argument(ref, node, sub.ctor)
                 found.extend(c for c in self.index.resolve(owner.module, ctor) if c not in found)
         return found or f"{label} ({subs[0].ctor}) not resolved"
 
-    def _argument(self, ref: ClassRef, node: ClassRef, ctor: str) -> tuple[ClassRef, str]:
+    def argument(self, ref: ClassRef, node: ClassRef, ctor: str) -> tuple[ClassRef, str]:
         """The class `ctor` names for an instance of `ref`, and the class whose module to read it
         in. A parameter of `node`'s `__init__` with a default (`model_type=InternLM2Model`) is
         what the first subclass `__init__` of `ref`'s MRO hands on for it, by keyword or by
@@ -217,6 +218,38 @@ class Resolver:
             if value is not None:
                 return owner, owner.cls.init_defaults.get(value, value)
         return node, node.cls.init_defaults[ctor]
+
+    def handed_in(self, ref: ClassRef, param: str, builders: list[ClassRef]) -> list[tuple[ClassRef, ClassRef]]:
+        """(class, builder) for each class one of `builders` hands to the `__init__` parameter
+        `param` of an instance of `ref` it builds (by keyword, or by place), as that builder's
+        instance resolves it (a parameter of its own is what its subclasses hand on)."""
+        place = ref.cls.init_params.index(param) if param in ref.cls.init_params else -1
+        found: list[tuple[ClassRef, ClassRef]] = []
+        for builder in builders:
+            for node, sub in self._handing(builder):
+                value = dict(sub.passes).get(param) or (sub.passes_at[place] if 0 <= place < len(sub.passes_at) else "")
+                if not value:
+                    continue
+                owner, ctor = self.argument(builder, node, sub.ctor)
+                if ref not in self.index.resolve(owner.module, ctor):
+                    continue
+                owner, name = self.argument(builder, node, value)
+                found.extend((c, builder) for c in self.index.resolve(owner.module, name) if (c, builder) not in found)
+        return found
+
+    def _handing(self, builder: ClassRef) -> list[tuple[ClassRef, Submodule]]:
+        """The constructions an instance of `builder` runs that hand on an argument that can be a
+        class, each with the class of its MRO that runs it (the first to build an attribute)."""
+        if builder.key not in self._handed:
+            seen: set[str] = set()
+            found: list[tuple[ClassRef, Submodule]] = []
+            for node in self.index.mro(builder):
+                for attr, subs in node.cls.submodules.items():
+                    if attr not in seen:  # built by a subclass: the base's construction never runs
+                        seen.add(attr)
+                        found.extend((node, sub) for sub in subs if (sub.passes or sub.passes_at) and not sub.dynamic)
+            self._handed[builder.key] = found
+        return self._handed[builder.key]
 
     def _built(self, ref: ClassRef, sub: Submodule, depth: int) -> list[ClassRef]:
         """What a dynamic construction builds for an instance of `ref`: a registered architecture

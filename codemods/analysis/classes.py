@@ -11,7 +11,7 @@ from .. import auxstates, loading, nonevalues, rankuse, ties
 from ..facts import ClassFacts, Producer
 from ..walk import walk
 from .members import MemberWalker
-from .syntax import ATTR, IT, IT_CLASS, Function, base_name, blocks, dotted, dynamic_builder
+from .syntax import ATTR, IT, IT_CLASS, Function, base_name, blocks, dotted, dynamic_builder, name_defaults, named
 from .traffic import FunctionAnalyzer
 
 K = TypeVar("K", str, int)
@@ -72,7 +72,7 @@ class ClassAnalyzer:
                 self.facts.producers.append(
                     Producer("unknown", node.lineno, node.col_offset, attr=ATTR)
                 )
-            elif isinstance(target, ast.Name) and (name := _named(node.value)):
+            elif isinstance(target, ast.Name) and (name := named(node.value)):
                 self.facts.class_attrs[target.id] = name
 
     def _method(self, fn: Function) -> None:
@@ -91,7 +91,7 @@ class ClassAnalyzer:
             built = next((stmt for stmt in reversed(fn.body) if _builds(stmt)), None)
             self.facts.init_last_build = built.end_lineno or built.lineno if built else 0
             self.facts.init_calls = tuple(_init_calls(fn))
-            self.facts.init_defaults = _name_defaults(fn)
+            self.facts.init_defaults = name_defaults(fn)
             self.facts.init_params = tuple(a.arg for a in fn.args.posonlyargs + fn.args.args)[1:]
             self.facts.init_passes, self.facts.init_passes_at = _passed_on(fn.body)
         MemberWalker(self.facts, fn).walk(fn.body, ())
@@ -127,21 +127,6 @@ def _init_calls(fn: Function) -> list[str]:
     return found
 
 
-def _named(node: ast.expr | None) -> str | None:
-    """A dotted name that is not an attribute of `self` (`InternLM2Model`, `models.Model`)."""
-    chain = dotted(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
-    return ".".join(chain) if chain and chain[0] != "self" else None
-
-
-def _name_defaults(fn: Function) -> dict[str, str]:
-    """Parameters whose default is a dotted name: a class the caller may replace."""
-    args = fn.args
-    positional = args.posonlyargs + args.args
-    pairs = [*zip(positional[len(positional) - len(args.defaults):], args.defaults, strict=True),
-             *zip(args.kwonlyargs, args.kw_defaults, strict=True)]
-    return {arg.arg: name for arg, default in pairs if (name := _named(default))}
-
-
 def _passed_on(body: list[ast.stmt]) -> tuple[dict[str, str], dict[int, str]]:
     """What the `<base>.__init__(...)` calls among `body`'s statements, in any block of it (a
     call under an `if` counts), hand on: by keyword, and by place (after the `self` of
@@ -155,8 +140,8 @@ def _passed_on(body: list[ast.stmt]) -> tuple[dict[str, str], dict[int, str]]:
         for place, arg in enumerate(call.args[1:] if explicit else call.args):
             if isinstance(arg, ast.Starred):
                 break
-            places[place] = _named(arg) or ""
-        names = {k.arg: _named(k.value) or "" for k in call.keywords if k.arg}
+            places[place] = named(arg) or ""
+        names = {k.arg: named(k.value) or "" for k in call.keywords if k.arg}
         by_target.setdefault(ast.dump(owner), []).append((names, places))
     by_name: dict[str, str] = {}
     by_place: dict[int, str] = {}

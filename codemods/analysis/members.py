@@ -7,7 +7,7 @@ import ast
 from typing import TypedDict
 
 from ..facts import ClassFacts, Guard, Producer, Submodule
-from .syntax import ATTR, FACTORY, Function, blocks, condition, const_str, dotted, dynamic_builder
+from .syntax import ATTR, FACTORY, Function, blocks, condition, const_str, dotted, dynamic_builder, name_defaults
 from .traffic import FunctionAnalyzer, params_of, takes_three
 
 Tests = tuple[tuple[ast.expr, bool], ...]
@@ -48,6 +48,9 @@ class MemberWalker:
         self.nested = {  # functions defined in the method: a producer may be one of these closures
             n.name: n for n in fn.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
         }
+        self.classes = frozenset(name_defaults(fn))
+        """The method's parameters whose default is a class: handed to a constructor, they pass
+        the caller's choice on."""
 
     def walk(self, body: list[ast.stmt], tests: Tests) -> None:
         for stmt in body:
@@ -60,7 +63,7 @@ class MemberWalker:
             elif isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
                 self._assign(stmt, stmt.value, tests)
             elif isinstance(stmt, ast.Return) and stmt.value is not None and self.fn.name != "forward":
-                sub = _submodule(self.fn.name, stmt.value, stmt.lineno)
+                sub = _submodule(self.fn.name, stmt.value, stmt.lineno, self.classes)
                 if sub and (sub.dynamic or sub.ctor.split(".")[-1][:1].isupper()):  # a construction
                     self.facts.returns.setdefault(self.fn.name, []).append(sub)
 
@@ -68,7 +71,7 @@ class MemberWalker:
         targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
         for target in targets:
             if isinstance(target, ast.Name):
-                sub = _submodule(target.id, value, stmt.lineno)
+                sub = _submodule(target.id, value, stmt.lineno, self.classes)
                 if sub:
                     self.facts.locals_.setdefault(target.id, []).append(sub)
                 continue
@@ -81,12 +84,13 @@ class MemberWalker:
                     Producer("unknown", stmt.lineno, stmt.col_offset, attr=target.attr)
                 )
             else:
-                sub = _submodule(target.attr, value, stmt.lineno)
+                sub = _submodule(target.attr, value, stmt.lineno, self.classes)
                 if sub is None and isinstance(stmt, ast.AnnAssign):
                     sub = _annotated(target.attr, stmt.annotation, stmt.lineno)
                 if sub is None and isinstance(value, ast.Name):
                     for local in self.facts.locals_.get(value.id, []):
-                        sub = Submodule(target.attr, local.ctor, stmt.lineno, local.dynamic)
+                        sub = Submodule(target.attr, local.ctor, stmt.lineno, local.dynamic,
+                                        passes=local.passes, passes_at=local.passes_at)
                 if sub:
                     self.facts.submodules.setdefault(target.attr, []).append(sub)
 
@@ -122,8 +126,9 @@ class MemberWalker:
         return Producer("unknown", **where)
 
 
-def _submodule(attr: str, value: ast.expr, line: int) -> Submodule | None:
-    """`self.<attr> = Cls(...)`; built by a method or a class held by the instance
+def _submodule(attr: str, value: ast.expr, line: int, classes: frozenset[str] = frozenset()) -> Submodule | None:
+    """`self.<attr> = Cls(...)`, with the classes it hands `Cls` (`classes`: the method's own
+    parameters that hold one); built by a method or a class held by the instance
     (`self._init_model(...)`, `self.model_cls(...)`), it is dynamic."""
     if not isinstance(value, ast.Call):
         return None
@@ -134,11 +139,37 @@ def _submodule(attr: str, value: ast.expr, line: int) -> Submodule | None:
         return None
     name = ".".join(chain)
     if not dynamic_builder(chain[-1]):
-        return Submodule(attr, name, line, dynamic=False)
+        return Submodule(attr, name, line, dynamic=False, **_handed(value, classes))
     archs = next((k.value for k in value.keywords if k.arg == "architectures"), None)
     named = archs.elts if isinstance(archs, (ast.List, ast.Tuple)) else []
     arch = const_str(named[0]) if len(named) == 1 else None
     return Submodule(attr, name, line, dynamic=True, arch=arch or "")
+
+
+def _handed(call: ast.Call, classes: frozenset[str]) -> _Handed:
+    """The arguments of a construction that can be a class (a layer type): a dotted name whose
+    last part is capitalized (`FlexOlmoDecoderLayer`), or one of `classes`; by keyword, and by
+    place ("" where the argument is something else)."""
+    def handed(node: ast.expr) -> str:
+        chain = dotted(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
+        if not chain or chain[0] == "self" or not (chain[-1][:1].isupper() or chain[0] in classes):
+            return ""
+        return ".".join(chain)
+
+    places = []
+    for arg in call.args:
+        if isinstance(arg, ast.Starred):
+            break
+        places.append(handed(arg))
+    return {
+        "passes": tuple((k.arg, name) for k in call.keywords if k.arg and (name := handed(k.value))),
+        "passes_at": tuple(places) if any(places) else (),
+    }
+
+
+class _Handed(TypedDict):
+    passes: tuple[tuple[str, str], ...]
+    passes_at: tuple[str, ...]
 
 
 def _annotated(attr: str, annotation: ast.expr, line: int) -> Submodule | None:

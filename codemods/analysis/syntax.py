@@ -44,6 +44,21 @@ def dotted(node: ast.AST) -> tuple[str, ...] | None:
     return tuple(reversed(parts))
 
 
+def named(node: ast.expr | None) -> str | None:
+    """A dotted name that is not an attribute of `self` (`InternLM2Model`, `models.Model`)."""
+    chain = dotted(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
+    return ".".join(chain) if chain and chain[0] != "self" else None
+
+
+def name_defaults(fn: Function) -> dict[str, str]:
+    """Parameters whose default is a dotted name: a class the caller may replace."""
+    args = fn.args
+    positional = args.posonlyargs + args.args
+    pairs = [*zip(positional[len(positional) - len(args.defaults):], args.defaults, strict=True),
+             *zip(args.kwonlyargs, args.kw_defaults, strict=True)]
+    return {arg.arg: name for arg, default in pairs if (name := named(default))}
+
+
 def base_name(node: ast.expr) -> str:
     """A base class as written, without its subscript: `nn.Module`, `Generic[T]` -> "Generic"."""
     if isinstance(node, ast.Subscript):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from pathlib import Path
 
 from ..findings import Evidence, Finding
@@ -101,6 +103,9 @@ RULE = Rule(
         "decoder layer that returns None at the position the model unpacks (`return hidden_states, "
         "None` then `{\"residual\": residual}`: gemma4's `residual` and `per_layer_inputs`, #39669, "
         "fixed in #40786 by sending `hidden_states` alone and `per_layer_inputs` only when it is set). "
+        "The layer class may be an `__init__` parameter of the model (`layer_type`): its default, what "
+        "a subclass hands on, and what a pipeline-parallel model that builds the model hands it "
+        "(FlexOlmoForCausalLM hands OlmoeModel a layer that returns `(hidden_states, None)`). "
         "Report only: dropping the key means changing the sender, the factory and the reader "
         "together, and sending a tensor instead means knowing what the next rank does with it; both "
         "are modelling decisions. A factory that returns None (`lambda: None`) is PP004's."
@@ -115,18 +120,30 @@ PREFERENCE = ("layer", "method", "none", "param")
 """The origin a finding names when a value has several (the most specific first)."""
 
 
+Found = tuple[ClassRef, int, ClassRef | None]
+"""The class whose method returns None, the line of that return, and the builder that hands the
+sender that class (None: the sender's own choice)."""
+
+
 def check(ctx: Context) -> list[Finding]:
     findings: list[Finding] = []
+
+    @functools.cache
+    def builders() -> list[ClassRef]:
+        """The pipeline-parallel models that can hand a model its layer class: the entries, and
+        the models of the checked files."""
+        return [s for s in dict.fromkeys([*ctx.entries, *ctx.subjects]) if PP_INTERFACE in ctx.index.base_names(s)]
+
     for module, cls in ctx.target_classes():
         if cls.values is None or not cls.values.sends:
             continue
         ref = ClassRef(module, cls)
-        by_site: dict[tuple[int, int], list[tuple[NoneSend, tuple[ClassRef, int] | None]]] = {}
+        by_site: dict[tuple[int, int], list[tuple[NoneSend, Found | None]]] = {}
         for send in cls.values.sends:
             layer = None
             if send.origin.kind in ("layer", "method"):
-                find = _none_returning_layer if send.origin.kind == "layer" else _none_returning_method
-                layer = find(ctx, ref, send.origin)
+                layer = (_none_returning_layer(ctx, ref, send.origin, builders) if send.origin.kind == "layer"
+                         else _none_returning_method(ctx, ref, send.origin))
                 if layer is None:
                     continue
             by_site.setdefault((send.line, send.column), []).append((send, layer))
@@ -135,47 +152,60 @@ def check(ctx: Context) -> list[Finding]:
     return findings
 
 
-def _none_returning_layer(ctx: Context, ref: ClassRef, origin: Origin) -> tuple[ClassRef, int] | None:
+def _none_returning_layer(ctx: Context, ref: ClassRef, origin: Origin, builders: Callable[[], list[ClassRef]]) -> Found | None:
     """The layer class built for `self.<attr>` whose forward returns None at `origin.position`,
-    and the line of that return."""
+    the line of that return, and the builder that hands `ref` that class."""
     for node in ctx.index.mro(ref):
         ctors = [ctor for attr, ctor, _ in (node.cls.values.layer_ctors if node.cls.values else ()) if attr == origin.attr]
         if not ctors:
             continue
-        for layer in (c for ctor in ctors for c in ctx.index.resolve(node.module, ctor)):
+        for layer, builder in (found for ctor in ctors for found in _layer_classes(ctx, ref, node, ctor, builders)):
             forward = next((n for n in ctx.index.mro(layer) if n.defines("forward")), None)
             returns = forward.cls.values.none_returns if forward and forward.cls.values else ()
             line = next((line for position, line in returns if position == origin.position), None)
             if forward is not None and line is not None:
-                return forward, line
+                return forward, line, builder
         return None
     return None
 
 
-def _none_returning_method(ctx: Context, ref: ClassRef, origin: Origin) -> tuple[ClassRef, int] | None:
+def _layer_classes(ctx: Context, ref: ClassRef, node: ClassRef, ctor: str,
+                   builders: Callable[[], list[ClassRef]]) -> list[tuple[ClassRef, ClassRef | None]]:
+    """The classes `ctor` (named in `node`, a class of `ref`'s MRO) can be for an instance of
+    `ref`: a class; an `__init__` parameter's default, or what a subclass hands on; and, where
+    nothing in `ref`'s MRO hands it on, what one of `builders` hands a `ref` it builds."""
+    owner, name = ctx.resolver.argument(ref, node, ctor)
+    found: list[tuple[ClassRef, ClassRef | None]] = [(c, None) for c in ctx.index.resolve(owner.module, name)]
+    if owner.key == node.key and ctor in node.cls.init_defaults:
+        found.extend(ctx.resolver.handed_in(ref, ctor, builders()))
+    return found
+
+
+def _none_returning_method(ctx: Context, ref: ClassRef, origin: Origin) -> Found | None:
     """The class whose method `self.<attr>` resolves to, when that method can return None, and
     the line of that return."""
     for node in ctx.index.mro(ref):
         if node.defines(origin.attr):
             line = dict(node.cls.values.none_methods).get(origin.attr) if node.cls.values else None
-            return (node, line) if line else None
+            return (node, line, None) if line else None
     return None
 
 
-def _finding(ctx: Context, ref: ClassRef, sites: list[tuple[NoneSend, tuple[ClassRef, int] | None]]) -> Finding:
+def _finding(ctx: Context, ref: ClassRef, sites: list[tuple[NoneSend, Found | None]]) -> Finding:
     send, layer = min(sites, key=lambda s: PREFERENCE.index(s[0].origin.kind) if s[0].origin.kind in PREFERENCE else 3)
     path = ref.module.path
     key = f'"{send.key}"' if send.key else "a key"
     origin = send.origin
     evidence = [Evidence(Path(path), send.line, ctx.line(path, send.line), "sent")]
     if origin.kind == "layer" and layer is not None:
-        where, line = layer
-        why = (f"`{send.name}` is position {origin.position} of what {where.cls.name}.forward returns, "
+        where, line, builder = layer
+        handed = f" (the layers {builder.cls.name} hands {ref.cls.name})" if builder else ""
+        why = (f"`{send.name}` is position {origin.position} of what {where.cls.name}.forward returns{handed}, "
                f"and it returns None there")
         evidence.append(Evidence(Path(path), origin.line, ctx.line(path, origin.line), "unpacked"))
         evidence.append(Evidence(Path(where.module.path), line, ctx.line(where.module.path, line), "None"))
     elif origin.kind == "method" and layer is not None:
-        where, line = layer
+        where, line, _ = layer
         why = f"`{send.name}` is what {where.cls.name}.{origin.attr}() returns, and it can return None"
         evidence.append(Evidence(Path(path), origin.line, ctx.line(path, origin.line), "assigned"))
         evidence.append(Evidence(Path(where.module.path), line, ctx.line(where.module.path, line), "None"))
