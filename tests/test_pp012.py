@@ -90,3 +90,50 @@ class Model(nn.Module):
     assert _findings(tmp_path, body) == []
     flipped = body.replace('{"residual": residual}', '{"hidden_states": hidden_states}')
     assert [f.keys for f in _findings(tmp_path, flipped)] == [("hidden_states",)]
+
+
+def test_layer_class_a_subclass_hands_its_base(tmp_path: Path) -> None:
+    """A subclass that runs its base's forward hands the base's `__init__` a layer class that
+    returns None where the base unpacks the residual (vLLM's LlamaModel subclasses hand it
+    `layer_type` this way): reported at the base's send, naming the subclass."""
+    body = '''class ResidualDecoderLayer(nn.Module):
+    def forward(self, positions, hidden_states, residual):
+        return hidden_states, hidden_states if residual is None else residual
+
+
+class ParallelDecoderLayer(nn.Module):
+    def forward(self, positions, hidden_states, residual):
+        return hidden_states + self.mlp(hidden_states), None
+
+
+class BaseModel(nn.Module):
+    def __init__(self, *, vllm_config, prefix="", layer_type=ResidualDecoderLayer):
+        super().__init__()
+        self.layers = nn.ModuleList([layer_type(vllm_config) for _ in range(4)])
+
+    def forward(self, input_ids, positions, intermediate_tensors=None):
+        if get_pp_group().is_first_rank:
+            hidden_states, residual = input_ids, None
+        else:
+            hidden_states, residual = intermediate_tensors["hidden_states"], intermediate_tensors["residual"]
+        for layer in self.layers:
+            hidden_states, residual = layer(positions, hidden_states, residual)
+        if not get_pp_group().is_last_rank:
+            return IntermediateTensors({"hidden_states": hidden_states, "residual": residual})
+        return hidden_states
+
+
+class ParallelModel(BaseModel):
+    def __init__(self, *, vllm_config, prefix=""):
+        super().__init__(vllm_config=vllm_config, prefix=prefix, layer_type=ParallelDecoderLayer)
+
+
+class ParallelForCausalLM(nn.Module, SupportsPP):
+    def __init__(self, *, vllm_config, prefix=""):
+        super().__init__()
+        self.model = ParallelModel(vllm_config=vllm_config, prefix=prefix)
+'''
+    found = _findings(tmp_path, body)
+    assert [(f.cls, f.keys) for f in found] == [("BaseModel", ("residual",))]
+    assert "the layers ParallelModel hands BaseModel" in found[0].message
+    assert _findings(tmp_path, body.replace("layer_type=ParallelDecoderLayer", "layer_type=ResidualDecoderLayer")) == []

@@ -171,14 +171,32 @@ def _none_returning_layer(ctx: Context, ref: ClassRef, origin: Origin, builders:
 
 def _layer_classes(ctx: Context, ref: ClassRef, node: ClassRef, ctor: str,
                    builders: Callable[[], list[ClassRef]]) -> list[tuple[ClassRef, ClassRef | None]]:
-    """The classes `ctor` (named in `node`, a class of `ref`'s MRO) can be for an instance of
-    `ref`: a class; an `__init__` parameter's default, or what a subclass hands on; and, where
-    nothing in `ref`'s MRO hands it on, what one of `builders` hands a `ref` it builds."""
-    owner, name = ctx.resolver.argument(ref, node, ctor)
-    found: list[tuple[ClassRef, ClassRef | None]] = [(c, None) for c in ctx.index.resolve(owner.module, name)]
-    if owner.key == node.key and ctor in node.cls.init_defaults:
-        found.extend(ctx.resolver.handed_in(ref, ctor, builders()))
+    """The classes `ctor` (named in `node`, a class of `ref`'s MRO) can be, each with the class
+    that hands it in (None: `ref`'s own choice). An `__init__` parameter of `node` is its
+    default or what `ref`'s MRO hands on; for a subclass that runs `ref`'s forward, what that
+    subclass hands on; and, where nothing in an instance's MRO hands it on, what one of
+    `builders` hands the instance it builds."""
+    if ctor not in node.cls.init_defaults:
+        return [(c, None) for c in ctx.index.resolve(node.module, ctor)]
+    found: list[tuple[ClassRef, ClassRef | None]] = []
+    own = set(ctx.index.mro(ref))
+    for instance in [ref, *_heirs(ctx, ref)]:
+        owner, name = ctx.resolver.argument(instance, node, ctor)
+        via = None if owner in own else instance
+        found.extend((c, via) for c in ctx.index.resolve(owner.module, name) if (c, via) not in found)
+        if owner.key == node.key:
+            found.extend(pair for pair in ctx.resolver.handed_in(instance, ctor, builders()) if pair not in found)
     return found
+
+
+def _heirs(ctx: Context, ref: ClassRef) -> list[ClassRef]:
+    """The models that subclass `ref`, run its forward, and can be held by a pipeline-parallel
+    model."""
+    return [
+        s for s in dict.fromkeys([*ctx.subjects, *ctx.entries])
+        if s != ref and ref in ctx.index.mro(s)[1:] and (forward := ctx.index.find_method(s, "forward")) is not None
+        and forward.owner == ref and held_by(ctx, s, DEPTH, PP_INTERFACE)
+    ]
 
 
 def _none_returning_method(ctx: Context, ref: ClassRef, origin: Origin) -> Found | None:
