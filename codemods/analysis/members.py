@@ -148,11 +148,11 @@ def _submodule(attr: str, value: ast.expr, line: int, classes: frozenset[str] = 
 
 def _handed(call: ast.Call, classes: frozenset[str]) -> _Handed:
     """The arguments of a construction that can be a class (a layer type): a dotted name whose
-    last part is capitalized (`FlexOlmoDecoderLayer`), or one of `classes`; by keyword, and by
-    place ("" where the argument is something else)."""
+    last part is capitalized (`FlexOlmoDecoderLayer`), or the bare name of one of `classes`; by
+    keyword, and by place ("" where the argument is something else)."""
     def handed(node: ast.expr) -> str:
         chain = dotted(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
-        if not chain or chain[0] == "self" or not (chain[-1][:1].isupper() or chain[0] in classes):
+        if not chain or chain[0] == "self" or not (chain[-1][:1].isupper() or chain == (chain[0],) and chain[0] in classes):
             return ""
         return ".".join(chain)
 

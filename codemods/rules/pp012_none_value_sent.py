@@ -121,8 +121,9 @@ PREFERENCE = ("layer", "method", "none", "param")
 
 
 Found = tuple[ClassRef, int, ClassRef | None]
-"""The class whose method returns None, the line of that return, and the builder that hands the
-sender that class (None: the sender's own choice)."""
+"""The class whose method returns None, the line of that return, and the class that hands the
+sender that layer class: a model that builds the sender, or a subclass (None: the sender's own
+choice)."""
 
 
 def check(ctx: Context) -> list[Finding]:
@@ -154,7 +155,7 @@ def check(ctx: Context) -> list[Finding]:
 
 def _none_returning_layer(ctx: Context, ref: ClassRef, origin: Origin, builders: Callable[[], list[ClassRef]]) -> Found | None:
     """The layer class built for `self.<attr>` whose forward returns None at `origin.position`,
-    the line of that return, and the builder that hands `ref` that class."""
+    the line of that return, and the class that hands `ref` that layer class."""
     for node in ctx.index.mro(ref):
         ctors = [ctor for attr, ctor, _ in (node.cls.values.layer_ctors if node.cls.values else ()) if attr == origin.attr]
         if not ctors:
