@@ -197,9 +197,14 @@ class Resolver:
                     return f"{label} is built dynamically ({sub.ctor})"
                 found.extend(c for c in built if c not in found)
             elif sub.ctor.split(".")[-1] not in NOT_MODULES:
-                owner, ctor = self.argument(ref, node, sub.ctor)
-                found.extend(c for c in self.index.resolve(owner.module, ctor) if c not in found)
+                found.extend(c for c in self._named(ref, node, sub.ctor) if c not in found)
         return found or f"{label} ({subs[0].ctor}) not resolved"
+
+    def _named(self, ref: ClassRef, node: ClassRef, name: str) -> list[ClassRef]:
+        """The classes `name`, used in `node` (a class of `ref`'s MRO), stands for in an instance
+        of `ref` (`argument`)."""
+        owner, name = self.argument(ref, node, name)
+        return self.index.resolve(owner.module, name)
 
     def argument(self, ref: ClassRef, node: ClassRef, ctor: str) -> tuple[ClassRef, str]:
         """The class `ctor` names for an instance of `ref`, and the class whose module to read it
@@ -228,13 +233,8 @@ class Resolver:
         for builder in builders:
             for node, sub in self._handing(builder):
                 value = dict(sub.passes).get(param) or (sub.passes_at[place] if 0 <= place < len(sub.passes_at) else "")
-                if not value:
-                    continue
-                owner, ctor = self.argument(builder, node, sub.ctor)
-                if ref not in self.index.resolve(owner.module, ctor):
-                    continue
-                owner, name = self.argument(builder, node, value)
-                found.extend((c, builder) for c in self.index.resolve(owner.module, name) if (c, builder) not in found)
+                if value and ref in self._named(builder, node, sub.ctor):
+                    found.extend((c, builder) for c in self._named(builder, node, value) if (c, builder) not in found)
         return found
 
     def _handing(self, builder: ClassRef) -> list[tuple[ClassRef, Submodule]]:
