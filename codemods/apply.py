@@ -84,7 +84,7 @@ def _rewrite(source: bytes, module: cst.Module, edits: Sequence[Edit]) -> Rewrit
             raise FixError(f"could not locate the code to edit at line {edit.line} ({type(edit).__name__})")
     edit_spans = {e: list(spans) for part in parts for e, spans in part.spans.items()}
     for part in sorted(parts, key=lambda p: type(p).__name__):
-        module, touched = type(part).finish(module)
+        module, touched = part.finish(module)
         for edit in part.applied:
             edit_spans[edit].extend(touched)
     edit_imports = {e: frozenset(names) for part in parts for e, names in part.imports.items()}

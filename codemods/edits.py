@@ -85,10 +85,13 @@ class TensorsAccess(Edit):
 class MissingGuard(Edit):
     """`if is_pp_missing_parameter(<key>, self): <exit>` right before the statement that starts
     at `line` and `column` (the one holding a `params_dict[<key>]` lookup); `exit` is
-    "continue" or "return"."""
+    "continue" or "return". The check is imported from module `source` (the one whose splitter
+    built the layers); `package` is the file's own, from which its relative imports start."""
 
     key: str
     exit: str
+    source: str
+    package: str
 
 
 @dataclass(frozen=True)

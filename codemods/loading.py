@@ -56,11 +56,14 @@ class Loader:
 
 @dataclass(frozen=True)
 class Split:
-    """`self.<attr> = make_layers(...)` or `= PPMissingLayer()` (attr empty when not assigned to self)."""
+    """`self.<attr> = make_layers(...)` or `= PPMissingLayer()` (attr empty when not assigned to self);
+    `callee` is the name called as written (`make_layers`, `utils.make_layers`), empty when it is
+    not a dotted name."""
 
     attr: str
     line: int
     kind: str
+    callee: str
 
 
 @dataclass
@@ -99,26 +102,36 @@ def _splits(fn: ast.AST) -> list[Split]:
     for node in walk(fn):
         if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
             continue
-        kind = _splitter(node.value)
-        if kind is None:
+        called = _splitter(node.value)
+        if called is None:
             continue
+        kind, callee = called
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         attrs = [
             e.attr for t in targets for e in (t.elts if isinstance(t, ast.Tuple) else [t])
             if isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name) and e.value.id == "self"
         ]
-        found.append(Split(attrs[-1] if attrs else "", node.lineno, kind))
+        found.append(Split(attrs[-1] if attrs else "", node.lineno, kind, callee))
     return found
 
 
-def _splitter(value: ast.expr) -> str | None:
+def _splitter(value: ast.expr) -> tuple[str, str] | None:
+    """The splitter a value calls, and the name it is called by."""
     for node in walk(value):
         if isinstance(node, ast.Call):
             func = node.func
             name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
             if name in SPLITTERS:
-                return name
+                return name, _callee(func)
     return None
+
+
+def _callee(func: ast.expr) -> str:
+    parts = []
+    while isinstance(func, ast.Attribute):
+        parts.append(func.attr)
+        func = func.value
+    return ".".join([func.id, *reversed(parts)]) if isinstance(func, ast.Name) else ""
 
 
 def _is_dict_source(value: ast.expr) -> bool:

@@ -29,8 +29,7 @@ class EditTransformer(cst.CSTTransformer, Generic[E]):
         self.spans: dict[E, list[tuple[int, int]]] = {}
         self.imports: dict[E, set[tuple[str, str]]] = {}
 
-    @classmethod
-    def finish(cls, module: cst.Module) -> tuple[cst.Module, list[tuple[int, int]]]:
+    def finish(self, module: cst.Module) -> tuple[cst.Module, list[tuple[int, int]]]:
         """A last step once every edit of the file is in (imports the kind adds itself), with
         the original line spans it changed."""
         return module, []

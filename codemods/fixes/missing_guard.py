@@ -11,14 +11,12 @@ from .. import edits
 from .base import EditTransformer
 
 NAME = "is_pp_missing_parameter"
-UTILS = "vllm.model_executor.models.utils"
-SIBLINGS = {"make_layers", "PPMissingLayer", "AutoWeightsLoader", "maybe_prefix", "WeightsMapper",
-            "make_empty_intermediate_tensors_factory", "extract_layer_index"}
 GUARD = "if {check}({key}, self):\n    {exit}\n"
 
 
 class MissingGuard(EditTransformer[edits.MissingGuard]):
-    """The name is imported as the file imports its other `models.utils` names."""
+    """The name is imported from the edits' `source`, into the file's own import of that module
+    when it has one (relative or not)."""
 
     edit = edits.MissingGuard
 
@@ -41,22 +39,23 @@ class MissingGuard(EditTransformer[edits.MissingGuard]):
                 inserted = True
         return updated.with_changes(body=body) if inserted else updated
 
-    @classmethod
-    def finish(cls, module: cst.Module) -> tuple[cst.Module, list[tuple[int, int]]]:
-        """Import the check into the file's own `models.utils` import, once every guard is in."""
-        if _imports(module, NAME):
+    def finish(self, module: cst.Module) -> tuple[cst.Module, list[tuple[int, int]]]:
+        """Import the check into the file's own import of its source, once every guard is in."""
+        if _imports(module, NAME) or not self.applied:
             return module, []
+        (source, package), *others = {(edit.source, edit.package) for edit in self.applied}
+        assert not others, "PP008 gives the guards of one file one source"
         wrapper = cst.MetadataWrapper(module)
         positions = wrapper.resolve(PositionProvider)
         body = list(wrapper.module.body)
         for index, stmt in enumerate(body):
-            node = _utils_import(stmt)
+            node = _source_import(stmt, source, package)
             if node is not None:
                 body[index] = stmt.with_changes(body=[_with_alias(node, NAME)])
                 span = positions[stmt]
                 return wrapper.module.with_changes(body=body), [(span.start.line, span.end.line)]
         context = CodemodContext()
-        AddImportsVisitor.add_needed_import(context, UTILS, NAME)
+        AddImportsVisitor.add_needed_import(context, source, NAME)
         return AddImportsVisitor(context).transform_module(module), []
 
 
@@ -68,19 +67,21 @@ def _imports(module: cst.Module, name: str) -> bool:
     )
 
 
-def _utils_import(stmt: cst.CSTNode) -> cst.ImportFrom | None:
-    """`from vllm.model_executor.models.utils import ...`, or `from .utils import ...` naming one
-    of vLLM's model utilities (so that `.utils` is that module)."""
+def _source_import(stmt: cst.CSTNode, source: str, package: str) -> cst.ImportFrom | None:
+    """`from <source> import ...`, spelled absolutely or relative to `package`."""
     if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1:
         return None
     node = stmt.body[0]
-    if not isinstance(node, cst.ImportFrom) or isinstance(node.names, cst.ImportStar) or node.module is None:
+    if not isinstance(node, cst.ImportFrom) or isinstance(node.names, cst.ImportStar):
         return None
-    dotted = cst.helpers.get_full_name_for_node(node.module)
-    relative = len(node.relative) == 1 and dotted == "utils" and any(
-        alias.evaluated_name in SIBLINGS for alias in node.names
-    )
-    return node if relative or dotted == UTILS else None
+    dotted = cst.helpers.get_full_name_for_node(node.module) if node.module else ""
+    if node.relative:
+        parts = package.split(".") if package else []
+        up = len(node.relative) - 1
+        if up > len(parts):
+            return None
+        dotted = ".".join([*parts[: len(parts) - up], *([dotted] if dotted else [])])
+    return node if dotted == source else None
 
 
 def _with_alias(node: cst.ImportFrom, name: str) -> cst.ImportFrom:

@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 from ..edits import MissingGuard
+from ..facts import ModuleFacts
 from ..findings import Applicability, Evidence, Finding, Fix
 from ..index import ClassRef
 from ..loading import SPLITTERS, Loader, Lookup, Split
@@ -80,7 +81,11 @@ RULE = Rule(
         "GraniteMoeHybrid's `_load` helper (#50961). The fix skips the name right before the "
         "lookup (`return` in a helper without a loop). When the only split modules are an "
         "encoder tower built with `make_layers`, the finding is reported without a fix: the tower "
-        "runs whole on the ranks that need it, and skipping would drop its layers silently."
+        "runs whole on the ranks that need it, and skipping would drop its layers silently. The "
+        "check is imported from where the model's splitter comes from: a fork with its own "
+        "`make_layers` and `PPMissingLayer` (vllm-mindspore, aphrodite) has its own "
+        "`is_pp_missing_parameter`, and vLLM's would not know its placeholders; where that is not "
+        "known, the finding has no fix."
     ),
     before=BEFORE,
     after=AFTER,
@@ -92,6 +97,9 @@ TOWER = re.compile(r"Encoder|Vision|Visual|Audio|Tower|ViT|Speech", re.I)
 DEPTH = 3
 SPLIT_WORDS = "|".join(SPLITTERS)
 """A class whose text has none of these has no split (`loading_facts` looks for nothing else)."""
+GUARD = "is_pp_missing_parameter"
+UTILS = "vllm.model_executor.models.utils"
+DEFINES_GUARD = re.compile(rb"^(?:async[ \t]+)?def[ \t]+" + GUARD.encode() + rb"\b", re.M)
 
 
 def check(ctx: Context) -> list[Finding]:
@@ -202,15 +210,18 @@ def _finding(ctx: Context, ref: ClassRef, owner: ClassRef, loader: Loader, looku
         message += "; not auto-fixable: the lookup is outside any loop of load_weights"
     elif not ctx.editable(path):
         message += f"; not auto-fixable: the loader lives in {path}, outside the checked paths"
-    else:
+    elif isinstance(source := _guard_source(ctx, owner.module, sources), str):
         edit = MissingGuard(
             path=Path(path), line=lookup.stmt_line, column=lookup.stmt_column, key=lookup.key, exit=lookup.exit,
+            source=source, package=_package(owner.module),
         )
         fix = Fix(
             applicability=Applicability.SAFE,
             description=f"skip it first: `if is_pp_missing_parameter({lookup.key}, self): {lookup.exit}`",
             edits=(edit,),
         )
+    else:
+        message += f"; not auto-fixable: {source[0]}"
     evidence = [Evidence(Path(path), lookup.line, ctx.line(path, lookup.line), "lookup")]
     hp = holder.module.path
     evidence.append(Evidence(Path(hp), split.line, ctx.line(hp, split.line), "split"))
@@ -222,3 +233,82 @@ def _finding(ctx: Context, ref: ClassRef, owner: ClassRef, loader: Loader, looku
 
 def _tower(ref: ClassRef) -> bool:
     return bool(TOWER.search(ref.cls.name))
+
+
+def _guard_source(ctx: Context, module: ModuleFacts, sources: list[tuple[ClassRef, Split]]) -> str | tuple[str]:
+    """The module to import the skip from into `module`: the one that defines the splitter the
+    model was built with (a fork's own `make_layers` and `PPMissingLayer` come with their own
+    `is_pp_missing_parameter`; vLLM's would not know their placeholders). Or, as a 1-tuple, why
+    it is not known."""
+    found = {_splitter_guard(ctx, holder.module, split) for holder, split in sources if not _tower(holder)}
+    unknown = sorted(f for f in found if isinstance(f, tuple))
+    if unknown:
+        return unknown[0]
+    if len(found) > 1:
+        return (f"the layers are split by the splitters of {' and '.join(sorted(map(str, found)))}, whose skips differ",)
+    source = str(found.pop())
+    bound = {target for target, _ in module.imports.get(GUARD, ())}
+    if bound and bound != {source} and not (source == UTILS and all(_vllm(b) for b in bound)):
+        return (f"the file's `{GUARD}` comes from {', '.join(sorted(bound))}, not from {source}, "
+                "whose splitter built the layers",)
+    return source
+
+
+def _splitter_guard(ctx: Context, module: ModuleFacts, split: Split) -> str | tuple[str]:
+    """Where the `is_pp_missing_parameter` that matches `split`'s splitter (called in `module`)
+    lives (1-tuple: why not known)."""
+    head, _, rest = split.callee.partition(".")
+    if head and not rest:
+        return _named_guard(ctx, module, split.kind, 0)
+    middle = rest.rpartition(".")[0]  # `a.b.make_layers`: module `b` of what `a` is
+    places = {
+        ".".join(filter(None, (f"{target}.{attr}" if attr else target, middle)))
+        for target, attr in module.imports.get(head, ())
+    }
+    return _agreed(ctx, module, split.callee or split.kind, places, split.kind, 0)
+
+
+def _named_guard(ctx: Context, module: ModuleFacts, splitter: str, depth: int) -> str | tuple[str]:
+    """The guard for `splitter` as a bare name in `module`: its own, if it defines the splitter,
+    else that of the module it imports the name from."""
+    if splitter in module.classes or re.search(rb"^def[ \t]+" + splitter.encode() + rb"\b", module.source, re.M):
+        if DEFINES_GUARD.search(module.source) or GUARD in module.imports:
+            return module.module
+        return (f"{module.module} defines its own `{splitter}` but no `{GUARD}` to skip its placeholders",)
+    targets = {target for target, attr in module.imports.get(splitter, ()) if attr == splitter}
+    return _agreed(ctx, module, splitter, targets, splitter, depth)
+
+
+def _agreed(ctx: Context, module: ModuleFacts, called: str, places: set[str], splitter: str,
+            depth: int) -> str | tuple[str]:
+    """The guard for `splitter` when `module` binds the name it calls (`called`) from any of
+    `places` (imported twice, say): known when every place gives the same."""
+    found = {_module_guard(ctx, place, splitter, depth) for place in sorted(places)}
+    if len(found) == 1:
+        return found.pop()
+    return (f"where {module.module}'s `{called}` comes from is not known",)
+
+
+def _module_guard(ctx: Context, target: str, splitter: str, depth: int) -> str | tuple[str]:
+    """The guard for `splitter` taken from module `target`: vLLM's for vLLM's; else `target`'s own
+    when it has one, else that of where `target` takes the splitter from (a re-export)."""
+    if _vllm(target):
+        return UTILS
+    if depth == DEPTH:
+        return (f"`{splitter}` is handed on through more than {DEPTH} modules",)
+    other = ctx.index.module(target)
+    if other is None:
+        return (f"`{splitter}` comes from {target}, which is not in the checked tree or the extra paths: "
+                f"which `{GUARD}` matches it is not known",)
+    if GUARD in other.imports or DEFINES_GUARD.search(other.source):
+        return target
+    return _named_guard(ctx, other, splitter, depth + 1)
+
+
+def _vllm(module: str) -> bool:
+    return module == "vllm" or module.startswith("vllm.")
+
+
+def _package(module: ModuleFacts) -> str:
+    """The dotted package `module`'s relative imports start from."""
+    return module.module if module.path.endswith("__init__.py") else module.module.rpartition(".")[0]
