@@ -32,48 +32,116 @@ class Registrations:
 
 def read_registrations(source: bytes, module: str, is_package: bool = False) -> Registrations:
     """`ModelRegistry.register_model("Arch", "pkg.mod:Class")`, `register_model("Arch", Class)`,
-    arguments given as module-level string constants, and loops over a module-level dict literal
-    (`for arch, path in MODELS.items(): register_model(arch, path)`)."""
+    arguments given as module-level string constants, loops over a module-level dict literal
+    (`for arch, path in MODELS.items(): register_model(arch, path)`), and a module-level helper
+    that hands its parameters on (`def _register(arch, cls): ModelRegistry.register_model(arch,
+    cls)`), read at each of its calls."""
     if b"register_model" not in source:
         return Registrations()
     tree = ast.parse(source)
     constants = _constants(tree)
-    imported = _imported_names(tree, module, is_package)
+    imports = _imports(tree, module, is_package)
     entries: list[RegistryEntry] = []
     dynamic: list[int] = []
-    for node, bindings in _calls(tree, constants):
-        args = list(node.args[:2])
-        if len(args) < 2:
-            args += [k.value for k in node.keywords if k.arg in ("model_arch", "model_cls")][: 2 - len(args)]
-        if len(args) != 2:
-            dynamic.append(node.lineno)
-            continue
-        arch = _text(args[0], constants, bindings)
-        target = _target(args[1], constants, bindings, module, imported)
+    for node, bindings, blocks, line in _calls(tree, constants):
+        args = _registered(node)
+        arch = _text(args[0], constants, bindings) if len(args) == 2 else None
+        target = _target(args[1], constants, bindings, module, _reaching(imports, blocks, line)) if arch is not None else None
         if arch is None or target is None:
-            dynamic.append(node.lineno)
+            dynamic.append(node.lineno)  # the call itself, also where a helper's call hands it what is not read
             continue
-        entries.append(RegistryEntry(arch, target[0], target[1], "register_model", node.lineno))
-    return Registrations(tuple(entries), tuple(dynamic))
+        entries.append(RegistryEntry(arch, target[0], target[1], "register_model", line))
+    return Registrations(tuple(entries), tuple(dict.fromkeys(dynamic)))
 
 
-def _calls(tree: ast.Module, constants: dict) -> Iterator[tuple[ast.Call, dict]]:
-    """Each `*.register_model(...)` call, with the loop variables bound by an enclosing
-    `for a, b in CONST.items()` over a module-level dict literal (one binding per item)."""
-    def visit(node: ast.AST, bindings: dict) -> Iterator[tuple[ast.Call, dict]]:
+def _registered(node: ast.Call) -> list[ast.expr]:
+    """The architecture and class arguments of a `register_model(...)` call."""
+    args = list(node.args[:2])
+    if len(args) < 2:
+        args += [k.value for k in node.keywords if k.arg in ("model_arch", "model_cls")][: 2 - len(args)]
+    return args
+
+
+Blocks = tuple[int, ...]
+"""The statement lists (by `id`) that enclose a node, outermost first: a binding made in a block
+reaches what comes after it in that block and in the blocks it holds."""
+
+
+def _walk(tree: ast.Module) -> Iterator[tuple[ast.AST, Blocks]]:
+    """Every node with the blocks that enclose it."""
+    stack: list[tuple[ast.AST, Blocks]] = [(tree, ())]
+    while stack:
+        node, blocks = stack.pop()
+        yield node, blocks
+        children: list[tuple[ast.AST, Blocks]] = []
+        for _, value in ast.iter_fields(node):
+            if isinstance(value, list):
+                inner = (*blocks, id(value)) if value and isinstance(value[0], ast.stmt) else blocks
+                children += [(child, inner) for child in value if isinstance(child, ast.AST)]
+            elif isinstance(value, ast.AST):
+                children.append((value, blocks))
+        stack.extend(reversed(children))  # in source order
+
+
+Site = tuple[ast.Call, dict, Blocks, int]
+"""A `register_model(...)` call as one registration reads it: the call, the names bound for it
+(loop variables, a helper's parameters), and where its other names are looked up (the blocks and
+line of the call, or of the helper's call)."""
+
+
+def _calls(tree: ast.Module, constants: dict) -> Iterator[Site]:
+    """Each `*.register_model(...)` call, once per item of each enclosing `for a, b in
+    CONST.items()` over a module-level dict literal, and once per call of the module-level helper
+    it sits in when it registers that helper's parameters."""
+    loops: dict[int, list[dict]] = {}
+    helpers: dict[int, ast.FunctionDef | ast.AsyncFunctionDef] = {}
+    """Module-level functions by `id` of their body."""
+    calls: dict[str, list[tuple[ast.Call, Blocks]]] = {}
+    """Calls of a bare name, by that name."""
+    registers: list[tuple[ast.Call, Blocks]] = []
+    for node, blocks in _walk(tree):
         if isinstance(node, ast.For):
             items = _dict_items(node, constants)
             if items is not None:
-                for item in items:
-                    for statement in node.body:
-                        yield from visit(statement, {**bindings, **item})
-                return
-        if isinstance(node, ast.Call) and _is_register(node.func):
-            yield node, bindings
-        for child in ast.iter_child_nodes(node):
-            yield from visit(child, bindings)
+                loops[id(node.body)] = items
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and len(blocks) == 1:
+            helpers[id(node.body)] = node
+        elif isinstance(node, ast.Call) and _is_register(node.func):
+            registers.append((node, blocks))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            calls.setdefault(node.func.id, []).append((node, blocks))
+    for node, blocks in registers:
+        helper = next((helpers[block] for block in blocks if block in helpers), None)
+        params = _parameters(helper) if helper else set()
+        sites = calls.get(helper.name, []) if helper else []
+        handed = any(isinstance(a, ast.Name) and a.id in params for a in _registered(node))
+        for bindings in _bound(blocks, loops):
+            if helper is None or not (handed and sites):
+                yield node, bindings, blocks, node.lineno
+                continue
+            for site, where in sites:
+                for outer in _bound(where, loops):
+                    yield node, {**outer, **bindings, **_arguments(helper, site)}, where, site.lineno
 
-    yield from visit(tree, {})
+
+def _bound(blocks: Blocks, loops: dict[int, list[dict]]) -> list[dict]:
+    """The names bound in `blocks` by the loops over dict literals that hold them, per item."""
+    bound: list[dict] = [{}]
+    for block in blocks:
+        bound = [{**b, **item} for b in bound for item in loops.get(block, [{}])]
+    return bound
+
+
+def _parameters(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    return {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)}
+
+
+def _arguments(fn: ast.FunctionDef | ast.AsyncFunctionDef, call: ast.Call) -> dict[str, ast.expr]:
+    """Parameter -> the argument `call` gives it (by place or keyword)."""
+    places = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
+    given = {name: arg for name, arg in zip(places, call.args, strict=False) if not isinstance(arg, ast.Starred)}
+    given.update((k.arg, k.value) for k in call.keywords if k.arg)
+    return given
 
 
 def _is_register(func: ast.expr) -> bool:
@@ -125,20 +193,34 @@ def _text(node: ast.expr, constants: dict, bindings: dict) -> str | None:
     return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
 
 
-def _imported_names(tree: ast.Module, module: str, is_package: bool) -> dict[str, tuple[str, str]]:
+Import = tuple[Blocks, int, str, tuple[str, str]]
+"""Where a `from ... import` binds a name (its blocks and line), the name, and (module, class)."""
+
+
+def _imports(tree: ast.Module, module: str, is_package: bool) -> list[Import]:
     """`from .models.mtp import AcmeMTP` anywhere in the module (registration functions import
-    lazily): name -> (absolute module, class)."""
+    lazily, and by the vLLM release they run under), in order."""
     package = (module.split(".") if module else [])[: None if is_package else -1]
-    names: dict[str, tuple[str, str]] = {}
-    for node in ast.walk(tree):
+    found: list[Import] = []
+    for node, blocks in _walk(tree):
         if not isinstance(node, ast.ImportFrom):
             continue
         base = package[: len(package) - node.level + 1] if node.level else []
         if node.level and node.level - 1 > len(package):
             continue
         origin = ".".join([*base, *(node.module.split(".") if node.module else [])])
-        for alias in node.names:
-            names[alias.asname or alias.name] = (origin, alias.name)
+        found += [(blocks, node.lineno, alias.asname or alias.name, (origin, alias.name)) for alias in node.names]
+    return sorted(found, key=lambda i: i[1])
+
+
+def _reaching(imports: list[Import], blocks: Blocks, line: int) -> dict[str, tuple[str, str]]:
+    """Name -> (module, class) as the imports bind them at `line` in `blocks`: the last import
+    before it in an enclosing block (one branch's `from .v0_10 import X` never reaches another
+    branch's call), else the module's last import of the name."""
+    names = {name: origin for _, _, name, origin in imports}
+    names.update(
+        (name, origin) for where, at, name, origin in imports if at < line and blocks[: len(where)] == where
+    )
     return names
 
 

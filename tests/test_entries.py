@@ -195,6 +195,58 @@ def test_registrations_through_constants_loops_and_lazy_imports() -> None:
     assert found.dynamic == ()
 
 
+def test_each_registration_takes_the_import_that_reaches_it() -> None:
+    """A plugin that picks its implementation by vLLM release imports the same name in each
+    branch: each call registers its own branch's class, not the module's last import."""
+    source = textwrap.dedent('''
+        import vllm
+        from vllm import ModelRegistry
+        from .legacy import AcmeMTP
+
+        def register():
+            if vllm.__version__.startswith("0.10"):
+                from .v0_10 import AcmeForCausalLM, AcmeMTP
+                ModelRegistry.register_model("AcmeForCausalLM", AcmeForCausalLM)
+                ModelRegistry.register_model("AcmeMTP", AcmeMTP)
+            elif vllm.__version__.startswith("0.11"):
+                from .v0_11 import AcmeForCausalLM
+                ModelRegistry.register_model("AcmeForCausalLM", AcmeForCausalLM)
+                ModelRegistry.register_model("AcmeMTP", AcmeMTP)
+            else:
+                ModelRegistry.register_model("AcmeForCausalLM", AcmeForCausalLM)
+    ''').encode()
+    found = read_registrations(source, "acme", is_package=True)
+    assert [(e.arch, e.module, e.cls) for e in found.entries] == [
+        ("AcmeForCausalLM", "acme.v0_10", "AcmeForCausalLM"), ("AcmeMTP", "acme.v0_10", "AcmeMTP"),
+        ("AcmeForCausalLM", "acme.v0_11", "AcmeForCausalLM"), ("AcmeMTP", "acme.legacy", "AcmeMTP"),
+        ("AcmeForCausalLM", "acme.v0_11", "AcmeForCausalLM"),
+    ]
+
+
+def test_a_helper_that_hands_on_its_parameters_registers_at_each_call() -> None:
+    source = textwrap.dedent('''
+        from .adapter import AcmeForConditionalGeneration
+
+        def _register_vllm_model(architecture, model_cls):
+            from vllm import ModelRegistry
+            try:
+                ModelRegistry.register_model(architecture, model_cls)
+            except KeyError:
+                pass
+
+        def register():
+            from .draft import AcmeDraft
+            _register_vllm_model("AcmeForConditionalGeneration", AcmeForConditionalGeneration)
+            _register_vllm_model(model_cls=AcmeDraft, architecture="AcmeDraft")
+    ''').encode()
+    found = read_registrations(source, "acme", is_package=True)
+    assert [(e.arch, e.module, e.cls, e.line) for e in found.entries] == [
+        ("AcmeForConditionalGeneration", "acme.adapter", "AcmeForConditionalGeneration", 13),
+        ("AcmeDraft", "acme.draft", "AcmeDraft", 14),
+    ]
+    assert found.dynamic == ()
+
+
 def test_plugin_registration_of_a_vllm_draft_architecture_is_a_draft_head(in_dir: Path) -> None:
     extra = in_dir / "installed"
     _write(extra, {

@@ -65,7 +65,9 @@ RULE = Rule(
 
 DEPTH = 3
 DRAFT_PP_ONE = "pipeline_parallel_size=1,"
-SPECULATIVE = ("config", "speculative.py")
+SPECULATIVE = (("config", "speculative.py"), ("config", "__init__.py"), ("config.py",))
+"""Where releases define `SpeculativeConfig`: its own module from 0.11.0, the `config` package
+in 0.10.1 and 0.10.2, one `config.py` before."""
 
 
 def check(ctx: Context) -> list[Finding]:
@@ -111,9 +113,12 @@ def _finding(ctx: Context, ref: ClassRef, draft: ClassRef, line: int, column: in
 
 def _drafts_run_at_pp_one(ctx: Context) -> bool:
     """Whether the release's speculative config gives drafts PP=1 (vLLM >= 0.31.0); True when the
-    tree has no such file (the newest behaviour)."""
-    text = release_text(ctx, *SPECULATIVE)
-    return text is None or DRAFT_PP_ONE in text
+    tree has no such config (the newest behaviour)."""
+    for parts in SPECULATIVE:
+        text = release_text(ctx, *parts)
+        if text is not None and "class SpeculativeConfig" in text:
+            return DRAFT_PP_ONE in text
+    return True
 
 
 def _supports_pp(ctx: Context, draft: ClassRef) -> bool:
