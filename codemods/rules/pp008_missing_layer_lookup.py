@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 from ..edits import MissingGuard
@@ -119,7 +120,24 @@ def check(ctx: Context) -> list[Finding]:
                 break
             seen.add(where)
             findings.append(_finding(ctx, ref, owner, loader, lookup, sources))
-    return findings
+    return _one_source_per_file(findings)
+
+
+def _one_source_per_file(findings: list[Finding]) -> list[Finding]:
+    """A file binds `is_pp_missing_parameter` once: where its loaders need the checks of two
+    splitters (two classes, two modules), none of its skips is written."""
+    sources: dict[Path, set[str]] = {}
+    for finding in findings:
+        for edit in finding.fix.edits if finding.fix else ():
+            if isinstance(edit, MissingGuard):
+                sources.setdefault(edit.path, set()).add(edit.source)
+    mixed = {path: found for path, found in sources.items() if len(found) > 1}
+    return [
+        replace(f, fix=None, message=f"{f.message}; not auto-fixable: the file's loaders need the `{GUARD}` "
+                f"of {' and of '.join(sorted(mixed[f.path]))}, which one name cannot be")
+        if f.fix and f.path in mixed else f
+        for f in findings
+    ]
 
 
 def _unguarded(ctx: Context, ref: ClassRef) -> list[tuple[ClassRef, Loader, Lookup]]:
