@@ -134,7 +134,7 @@ def _one_source_per_file(findings: list[Finding]) -> list[Finding]:
     mixed = {path: found for path, found in sources.items() if len(found) > 1}
     return [
         replace(f, fix=None, message=f"{f.message}; not auto-fixable: the file's loaders need the `{GUARD}` "
-                f"of {' and of '.join(sorted(mixed[f.path]))}, which one name cannot be")
+                f"of {' and of '.join(sorted(mixed[f.path]))}, and it can import the name from one of them only")
         if f.fix and f.path in mixed else f
         for f in findings
     ]
