@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from .walk import CHILDLESS, children, walk
+from .walk import CHILDLESS, children, dotted_name, walk
 
 MISSING_CHECK = "is_pp_missing_parameter"
 SPLITTERS = ("make_layers", "PPMissingLayer")
@@ -122,16 +122,8 @@ def _splitter(value: ast.expr) -> tuple[str, str] | None:
             func = node.func
             name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
             if name in SPLITTERS:
-                return name, _callee(func)
+                return name, ".".join(dotted_name(func) or ())
     return None
-
-
-def _callee(func: ast.expr) -> str:
-    parts = []
-    while isinstance(func, ast.Attribute):
-        parts.append(func.attr)
-        func = func.value
-    return ".".join([func.id, *reversed(parts)]) if isinstance(func, ast.Name) else ""
 
 
 def _is_dict_source(value: ast.expr) -> bool:

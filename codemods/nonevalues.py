@@ -15,7 +15,7 @@ import ast
 from dataclasses import dataclass
 
 from .vllm_names import TENSORS_CLASS
-from .walk import children, walk
+from .walk import children, dotted_name, walk
 
 LAYER_BUILDERS = ("make_layers",)
 RANK_WORDS = ("is_first_rank", "is_last_rank", "get_pp_group", "pp_rank")
@@ -254,7 +254,7 @@ class _Flow:
         if isinstance(value, ast.Name):
             return state.get(value.id, frozenset({OTHER}))
         if isinstance(value, ast.Call):
-            parts = _dotted(value.func)
+            parts = dotted_name(value.func)
             if parts and len(parts) == 2 and parts[0] == "self":
                 return frozenset({Origin("method", value.lineno, parts[1])})
         if isinstance(value, ast.IfExp):
@@ -366,7 +366,7 @@ def _element_ctor(call: ast.Call, nested: dict[str, ast.FunctionDef | ast.AsyncF
     elif _callee(call) == "ModuleList" and call.args and isinstance(call.args[0], (ast.ListComp, ast.GeneratorExp)):
         element = call.args[0].elt
     if isinstance(element, ast.Call):
-        parts = _dotted(element.func)
+        parts = dotted_name(element.func)
         if parts and parts[0] != "self":
             return ".".join(parts)
     return None
@@ -408,15 +408,5 @@ def _is_none(node: ast.expr | None) -> bool:
 
 
 def _callee(call: ast.Call) -> str:
-    parts = _dotted(call.func)
+    parts = dotted_name(call.func)
     return parts[-1] if parts else ""
-
-
-def _dotted(node: ast.expr) -> list[str] | None:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    return [node.id, *reversed(parts)]

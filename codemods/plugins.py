@@ -40,10 +40,11 @@ def read_registrations(source: bytes, module: str, is_package: bool = False) -> 
         return Registrations()
     tree = ast.parse(source)
     constants = _constants(tree)
-    imports = _imports(tree, module, is_package)
+    nodes = list(_walk(tree))
+    imports = _imports(nodes, module, is_package)
     entries: list[RegistryEntry] = []
     dynamic: list[int] = []
-    for node, bindings, blocks, line in _calls(tree, constants):
+    for node, bindings, blocks, line in _calls(nodes, constants):
         args = _registered(node)
         arch = _text(args[0], constants, bindings) if len(args) == 2 else None
         target = _target(args[1], constants, bindings, module, _reaching(imports, blocks, line)) if arch is not None else None
@@ -89,7 +90,7 @@ Site = tuple[ast.Call, dict, Blocks, int]
 line of the call, or of the helper's call)."""
 
 
-def _calls(tree: ast.Module, constants: dict) -> Iterator[Site]:
+def _calls(nodes: list[tuple[ast.AST, Blocks]], constants: dict) -> Iterator[Site]:
     """Each `*.register_model(...)` call, once per item of each enclosing `for a, b in
     CONST.items()` over a module-level dict literal, and once per call of the module-level helper
     it sits in when it registers that helper's parameters."""
@@ -99,7 +100,7 @@ def _calls(tree: ast.Module, constants: dict) -> Iterator[Site]:
     calls: dict[str, list[tuple[ast.Call, Blocks]]] = {}
     """Calls of a bare name, by that name."""
     registers: list[tuple[ast.Call, Blocks]] = []
-    for node, blocks in _walk(tree):
+    for node, blocks in nodes:
         if isinstance(node, ast.For):
             items = _dict_items(node, constants)
             if items is not None:
@@ -197,12 +198,12 @@ Import = tuple[Blocks, int, str, tuple[str, str]]
 """Where a `from ... import` binds a name (its blocks and line), the name, and (module, class)."""
 
 
-def _imports(tree: ast.Module, module: str, is_package: bool) -> list[Import]:
+def _imports(nodes: list[tuple[ast.AST, Blocks]], module: str, is_package: bool) -> list[Import]:
     """`from .models.mtp import AcmeMTP` anywhere in the module (registration functions import
     lazily, and by the vLLM release they run under), in order."""
     package = (module.split(".") if module else [])[: None if is_package else -1]
     found: list[Import] = []
-    for node, blocks in _walk(tree):
+    for node, blocks in nodes:
         if not isinstance(node, ast.ImportFrom):
             continue
         base = package[: len(package) - node.level + 1] if node.level else []

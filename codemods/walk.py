@@ -8,6 +8,8 @@ several times (each fact module walks the methods it reads); the stdlib versions
 that time in two nested generators per node, and a third of the nodes they yield are contexts
 and operators. The fields that hold a name or a constant are not looked at either, and a list
 field is taken whole.
+
+Also `dotted_name`, which the fact modules outside `analysis` share.
 """
 
 from __future__ import annotations
@@ -78,3 +80,12 @@ def walk(node: ast.AST) -> list[ast.AST]:
             elif isinstance(value, ast.AST):
                 found.append(value)
     return found
+
+
+def dotted_name(node: ast.AST) -> list[str] | None:
+    """The parts of a dotted name (`a.b.c` -> ["a", "b", "c"]); None for anything else."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    return [node.id, *reversed(parts)] if isinstance(node, ast.Name) else None

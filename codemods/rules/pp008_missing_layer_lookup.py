@@ -100,7 +100,6 @@ SPLIT_WORDS = "|".join(SPLITTERS)
 """A class whose text has none of these has no split (`loading_facts` looks for nothing else)."""
 GUARD = "is_pp_missing_parameter"
 UTILS = "vllm.model_executor.models.utils"
-DEFINES_GUARD = re.compile(rb"^(?:async[ \t]+)?def[ \t]+" + GUARD.encode() + rb"\b", re.M)
 
 
 def check(ctx: Context) -> list[Finding]:
@@ -283,21 +282,21 @@ def _splitter_guard(ctx: Context, module: ModuleFacts, split: Split) -> str | tu
         ".".join(filter(None, (f"{target}.{attr}" if attr else target, middle)))
         for target, attr in module.imports.get(head, ())
     }
-    return _agreed(ctx, module, split.callee or split.kind, places, split.kind, 0)
+    return _one_guard(ctx, module, split.callee or split.kind, places, split.kind, 0)
 
 
 def _named_guard(ctx: Context, module: ModuleFacts, splitter: str, depth: int) -> str | tuple[str]:
     """The guard for `splitter` as a bare name in `module`: its own, if it defines the splitter,
     else that of the module it imports the name from."""
-    if splitter in module.classes or re.search(rb"^def[ \t]+" + splitter.encode() + rb"\b", module.source, re.M):
-        if DEFINES_GUARD.search(module.source) or GUARD in module.imports:
+    if _defines(module, splitter):
+        if _has_guard(module):
             return module.module
         return (f"{module.module} defines its own `{splitter}` but no `{GUARD}` to skip its placeholders",)
     targets = {target for target, attr in module.imports.get(splitter, ()) if attr == splitter}
-    return _agreed(ctx, module, splitter, targets, splitter, depth)
+    return _one_guard(ctx, module, splitter, targets, splitter, depth)
 
 
-def _agreed(ctx: Context, module: ModuleFacts, called: str, places: set[str], splitter: str,
+def _one_guard(ctx: Context, module: ModuleFacts, called: str, places: set[str], splitter: str,
             depth: int) -> str | tuple[str]:
     """The guard for `splitter` when `module` binds the name it calls (`called`) from any of
     `places` (imported twice, say): known when every place gives the same."""
@@ -318,9 +317,20 @@ def _module_guard(ctx: Context, target: str, splitter: str, depth: int) -> str |
     if other is None:
         return (f"`{splitter}` comes from {target}, which is not in the checked tree or the extra paths: "
                 f"which `{GUARD}` matches it is not known",)
-    if GUARD in other.imports or DEFINES_GUARD.search(other.source):
+    if _has_guard(other):
         return target
     return _named_guard(ctx, other, splitter, depth + 1)
+
+
+def _has_guard(module: ModuleFacts) -> bool:
+    """Whether `module` binds `is_pp_missing_parameter`: its own, or one it imports."""
+    return GUARD in module.imports or _defines(module, GUARD)
+
+
+def _defines(module: ModuleFacts, name: str) -> bool:
+    """Whether `module` defines `name` at its top level: a class, or a function (found in its text)."""
+    pattern = rb"^(?:async[ \t]+)?def[ \t]+" + re.escape(name.encode()) + rb"\b"
+    return name in module.classes or re.search(pattern, module.source, re.M) is not None
 
 
 def _vllm(module: str) -> bool:
