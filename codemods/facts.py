@@ -12,6 +12,7 @@ from .auxstates import AuxFacts
 from .loading import LoadingFacts
 from .nonevalues import ValueFacts
 from .ties import TieFacts
+from .unbuilt import UnbuiltFacts
 from .vllm_names import PRODUCER
 
 Guard = tuple[tuple[str, bool], ...]
@@ -187,6 +188,8 @@ class ClassFacts:
     """Sent values that may be None, None returned by its forward, layer lists it builds (PP012)."""
     ties: TieFacts | None = None
     """Its head-to-embedding ties and `PPMissingLayer` placeholders (PP009); None when it has neither."""
+    unbuilt: UnbuiltFacts | None = None
+    """Modules a rank test leaves unbuilt, and the `AutoWeightsLoader` of its loader (PP013)."""
 
 
 @dataclass

@@ -7,7 +7,7 @@ import ast
 from collections.abc import Iterator
 from typing import TypeVar
 
-from .. import auxstates, loading, nonevalues, rankuse, ties
+from .. import auxstates, loading, nonevalues, rankuse, ties, unbuilt
 from ..facts import ClassFacts, Producer
 from ..walk import walk
 from .members import MemberWalker
@@ -58,6 +58,8 @@ class ClassAnalyzer:
             self.facts.values = nonevalues.value_facts(self.node, self.lines)
         if ties.wanted(text):
             self.facts.ties = ties.tie_facts(self.node, self.lines)
+        if unbuilt.wanted(text):
+            self.facts.unbuilt = unbuilt.unbuilt_facts(self.node)
         return self.facts
 
     def mentions(self, fn: Function) -> bool:

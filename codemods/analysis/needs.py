@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from .. import auxstates, loading, rankuse, ties
+from .. import auxstates, loading, rankuse, ties, unbuilt
 from .syntax import IT, IT_CLASS
 
 
@@ -41,6 +41,7 @@ NEEDS: list[Need] = [
          markers=(auxstates.FLAG, auxstates.PACK)),
     Need("tied heads (PP009): PP009 reads the ties of every class of the checked files; the "
          "placeholders they meet are reached through a ClassRef", markers=(ties.TIE_CALL, "lm_head")),
+    Need("modules built on some ranks only (PP013)", markers=unbuilt.WORDS),
 ]
 
 

@@ -1,0 +1,166 @@
+"""Modules that a rank test leaves unbuilt, and what the loader names (PP013): plain facts from one
+class's AST.
+
+`AutoWeightsLoader` skips a child that is a `PPMissingLayer`, but every rank reads the whole
+checkpoint: a weight whose module this rank never built (the attribute left unset, or None) stops
+the load, unless the loader is told to skip or drop that name.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import TypeGuard
+
+from .walk import dotted_name, walk
+
+WORDS = ("is_last_rank", "is_first_rank")
+LOADER = "AutoWeightsLoader"
+PARAMETERLESS = frozenset({"LogitsProcessor", "Sampler", "PPMissingLayer", "Identity"})
+"""Modules without weights: a rank that lacks one has nothing to skip."""
+NOT_MODULES = ("Config", "Args", "Metadata", "Params", "Spec", "State", "Buffer", "Cache", "Stream", "Event")
+"""Endings of class names that build plain objects (a config, a buffer), not modules with weights."""
+
+
+@dataclass(frozen=True)
+class Unbuilt:
+    """`self.<attr> = <ctor>(...)` under one branch of a rank test in `__init__`, where the other
+    branch leaves the attribute unset (`other` "") or sets it to None (`other` "None"); `built`
+    is the test as written, with `not ` before it when the build is in the `else` branch."""
+
+    attr: str
+    ctor: str
+    line: int
+    column: int
+    built: str
+    other: str
+
+
+@dataclass(frozen=True)
+class UnbuiltFacts:
+    """The modules left unbuilt on some ranks; where `load_weights` builds `AutoWeightsLoader(self,
+    ...)` (line 0: it does not, or the class has no `load_weights`); and the names its
+    `load_weights` and class attributes give in strings, or read as `self.<attr>` (a loader that
+    names a module knows about it)."""
+
+    unbuilt: tuple[Unbuilt, ...]
+    loader_line: int
+    loader_column: int
+    names: frozenset[str]
+
+
+def wanted(text: str) -> bool:
+    """Whether a class whose source is `text` can hold these facts (a text test before any walk)."""
+    return LOADER in text or any(word in text for word in WORDS)
+
+
+def unbuilt_facts(node: ast.ClassDef) -> UnbuiltFacts | None:
+    unbuilt: list[Unbuilt] = []
+    loader = (0, 0)
+    names: set[str] = set()
+    for item in node.body:
+        if isinstance(item, (ast.Assign, ast.AnnAssign)):
+            names.update(_names(item))
+        if not isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        if item.name == "__init__":
+            unbuilt.extend(_unbuilt(item.body))
+        elif item.name == "load_weights":
+            names.update(_names(item))
+            loader = next(((n.lineno, n.col_offset) for n in walk(item) if _builds_loader(n)), (0, 0))
+    if not unbuilt and not loader[0]:
+        return None
+    return UnbuiltFacts(tuple(unbuilt), loader[0], loader[1], frozenset(names))
+
+
+def _unbuilt(body: list[ast.stmt]) -> list[Unbuilt]:
+    """The attributes that a rank test among `body`'s statements builds in one branch, and that
+    nothing else in `body` (the other branch, another statement, at any depth) sets to anything
+    but None."""
+    found = []
+    for stmt in body:
+        if not (isinstance(stmt, ast.If) and _rank_test(stmt.test)):
+            continue
+        others = [other for other in body if other is not stmt]
+        for branch, other, built in ((stmt.body, stmt.orelse, ast.unparse(stmt.test)),
+                                     (stmt.orelse, stmt.body, _negated(stmt.test))):
+            elsewhere = _assigned_values(others + other)
+            for attr, (value, target) in _built(branch).items():
+                if elsewhere.get(attr, "None") != "None":
+                    continue
+                ctor = ".".join(dotted_name(value.func) or ())
+                found.append(Unbuilt(attr, ctor, target.lineno, target.col_offset, built,
+                                     "None" if attr in elsewhere else ""))
+    return found
+
+
+def _negated(test: ast.expr) -> str:
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return ast.unparse(test.operand)
+    text = ast.unparse(test)
+    return f"not ({text})" if isinstance(test, (ast.BoolOp, ast.Compare, ast.IfExp, ast.NamedExpr)) else f"not {text}"
+
+
+def _rank_test(test: ast.expr) -> bool:
+    return any(isinstance(n, ast.Attribute) and n.attr in WORDS for n in walk(test))
+
+
+def _assignments(body: list[ast.stmt]) -> list[tuple[ast.Attribute, ast.expr]]:
+    """(target, value) of every `self.<attr> = value` among the statements, at any depth."""
+    found: list[tuple[ast.Attribute, ast.expr]] = []
+    for node in (n for stmt in body for n in walk(stmt)):
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets, value = [node.target], node.value
+        else:
+            continue
+        found.extend((t, value) for t in targets
+                     if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self")
+    return found
+
+
+def _assigned_values(body: list[ast.stmt]) -> dict[str, str]:
+    """Each `self.<attr>` the statements assign: "None" when every value is None, else "set"."""
+    found: dict[str, str] = {}
+    for target, value in _assignments(body):
+        none = isinstance(value, ast.Constant) and value.value is None
+        found[target.attr] = "None" if none and found.get(target.attr, "None") == "None" else "set"
+    return found
+
+
+def _built(body: list[ast.stmt]) -> dict[str, tuple[ast.Call, ast.Attribute]]:
+    """`self.<attr> = <Module>(...)` among the statements (at any depth): a capitalized class that
+    can hold weights."""
+    found: dict[str, tuple[ast.Call, ast.Attribute]] = {}
+    for target, value in _assignments(body):
+        chain = dotted_name(value.func) if isinstance(value, ast.Call) else None
+        if isinstance(value, ast.Call) and chain and chain[0] != "self" and _module_class(chain[-1]):
+            found.setdefault(target.attr, (value, target))
+    return found
+
+
+def _module_class(name: str) -> bool:
+    return name[:1].isupper() and name not in PARAMETERLESS and not name.endswith(NOT_MODULES)
+
+
+def _builds_loader(node: ast.AST) -> TypeGuard[ast.Call]:
+    """`AutoWeightsLoader(self, ...)`: the loader of this module's own children."""
+    if not isinstance(node, ast.Call) or not node.args:
+        return False
+    chain = dotted_name(node.func) or [""]
+    first = node.args[0]
+    return chain[-1] == LOADER and isinstance(first, ast.Name) and first.id == "self"
+
+
+def _names(node: ast.AST) -> set[str]:
+    """The dotted names that `node`'s strings (f-strings' literal parts too) end with
+    (`"model.norm."` -> model.norm and norm), and the attributes it reads from `self`."""
+    found: set[str] = set()
+    for n in walk(node):
+        if isinstance(n, ast.Constant) and isinstance(n.value, str):
+            parts = [p for p in n.value.split(".") if p]
+            found.update(".".join(parts[i:]) for i in range(len(parts)))
+        elif isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "self":
+            found.add(n.attr)
+    return found
