@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from ..findings import Evidence, Finding
 from ..index import ClassRef
@@ -67,7 +69,8 @@ RULE = Rule(
         "`__init__` builds under a rank test (`if get_pp_group().is_last_rank:`) and leaves unset or "
         "None on the other ranks stops the start-up of those ranks, at the first of its weights: "
         "Qwen4Exp's final `hyper_connection_mixer` in 1Cat-vLLM (#485, whose fix skips the mixer's "
-        "prefix on the other ranks). A loader that names the module (a string ending with its name, "
+        "prefix on the other ranks). A class without a `load_weights` of its own is reached by the "
+        "loader of the model that builds it, which walks its children itself. A loader that names the module (a string ending with its name, "
         "or a read of `self.<name>`) is taken to handle it; a class that the rank test builds "
         "without weights (`LogitsProcessor`, a config or buffer class) is left alone. Report only: "
         "a `PPMissingLayer()` on the other ranks changes what `self.<name> is None` tests there, and "
@@ -90,26 +93,66 @@ def check(ctx: Context) -> list[Finding]:
         if facts is None or not facts.unbuilt:
             continue
         ref = ClassRef(module, cls)
-        loader = next((node for node in ctx.index.mro(ref) if node.defines(ENTRY)), None)
-        if loader is None or loader.cls.unbuilt is None or not loader.cls.unbuilt.loader_line:
-            continue  # a loader of its own (a parameter dict) or none: not this rule's
-        named = facts.names | loader.cls.unbuilt.names
-        left = [u for u in facts.unbuilt if u.attr not in named]
-        if left and held_by(ctx, ref, DEPTH, PP_INTERFACE):
-            findings.extend(_finding(ctx, ref, loader, u) for u in left)
+        for reached in _loaders(ctx, ref):
+            named = facts.names | reached.names
+            left = [u for u in facts.unbuilt if u.attr not in named]
+            if left and held_by(ctx, ref, DEPTH, PP_INTERFACE):
+                findings.extend(_finding(ctx, ref, reached, u) for u in left)
+                break
     return findings
 
 
-def _finding(ctx: Context, ref: ClassRef, loader: ClassRef, unbuilt: Unbuilt) -> Finding:
+@dataclass(frozen=True)
+class Reached:
+    """A `load_weights` that builds `AutoWeightsLoader(self)` and reaches the class: the class's
+    own (`attr` ""), or, when the class has none, that of a holder that builds it as
+    `self.<attr>`; `names` are those the loader and its classes name."""
+
+    loader: ClassRef
+    attr: str
+    names: frozenset[str]
+
+
+def _loaders(ctx: Context, ref: ClassRef) -> list[Reached]:
+    """The loaders that hand `ref`'s children their weights. `AutoWeightsLoader` calls a child's
+    own `load_weights` when it has one, and otherwise walks the child's children itself."""
+    own = _auto_loader(ctx, ref)
+    if own is not False:
+        return [Reached(own, "", own.cls.unbuilt.names)] if own and own.cls.unbuilt else []
+    found = []
+    for holder in dict.fromkeys([*ctx.subjects, *ctx.entries]):
+        for attr in sorted({attr for node in ctx.index.mro(holder) for attr in node.cls.submodules}):
+            classes = ctx.resolver.object_classes(holder, ("self", attr))
+            loader = _auto_loader(ctx, holder) if isinstance(classes, list) and ref in classes else None
+            if loader and loader.cls.unbuilt:
+                names = loader.cls.unbuilt.names | (holder.cls.unbuilt.names if holder.cls.unbuilt else frozenset())
+                found.append(Reached(loader, attr, names))
+    return found
+
+
+def _auto_loader(ctx: Context, ref: ClassRef) -> ClassRef | None | Literal[False]:
+    """The class of `ref`'s MRO whose `load_weights` `ref` runs, when it builds
+    `AutoWeightsLoader(self)`; None when that loader is another kind (a parameter dict: PP008's);
+    False when no class of the MRO defines one."""
+    loader = next((node for node in ctx.index.mro(ref) if node.defines(ENTRY)), None)
+    if loader is None:
+        return False
+    return loader if loader.cls.unbuilt is not None and loader.cls.unbuilt.loader_line else None
+
+
+def _finding(ctx: Context, ref: ClassRef, reached: Reached, unbuilt: Unbuilt) -> Finding:
+    loader = reached.loader
     assert loader.cls.unbuilt is not None
     path, lp, line = ref.module.path, loader.module.path, loader.cls.unbuilt.loader_line
     other = "None" if unbuilt.other else "left unset"
+    name = f"{reached.attr}.{unbuilt.attr}" if reached.attr else unbuilt.attr
+    via = f" ({ref.cls.name} has no `{ENTRY}` of its own)" if reached.attr else ""
     message = (
         f"`self.{unbuilt.attr}` ({unbuilt.ctor}) is built only where `{unbuilt.built}`, {other} on the other "
-        f"ranks, but {loader.cls.name}.{ENTRY} hands every rank the checkpoint's `{unbuilt.attr}.*` weights "
-        f"through `{LOADER}(self)`, which skips only `PPMissingLayer` children and the names it is told to skip: start-up fails on the other "
-        f"ranks (ValueError: There is no module or parameter named '{unbuilt.attr}'); not auto-fixable: skip "
-        f"`{unbuilt.attr}.` in the loader on those ranks, or build a `PPMissingLayer()` there"
+        f"ranks, but {loader.cls.name}.{ENTRY} hands every rank the checkpoint's `{name}.*` weights{via} "
+        f"through `{LOADER}(self)`, which skips only `PPMissingLayer` children and the names it is told to skip: "
+        f"start-up fails on the other ranks (ValueError: There is no module or parameter named '{name}'); "
+        f"not auto-fixable: skip `{name}.` in the loader on those ranks, or build a `PPMissingLayer()` there"
     )
     evidence = (
         Evidence(Path(path), unbuilt.line, ctx.line(path, unbuilt.line), "built"),
