@@ -24,9 +24,9 @@ NOT_MODULES = ("Config", "Args", "Metadata", "Params", "Spec", "State", "Buffer"
 
 @dataclass(frozen=True)
 class Unbuilt:
-    """`self.<attr> = <ctor>(...)` under one branch of a rank test in `__init__`, where the other
-    branch leaves the attribute unset (`other` "") or sets it to None (`other` "None"); `built`
-    is the test as written, with `not ` before it when the build is in the `else` branch."""
+    """`self.<attr> = <ctor>(...)` under one branch of a rank test in `__init__`, where nothing
+    else in `__init__` sets the attribute (`other` "") or sets it to anything but None (`other`
+    "None"); `built` is the test as written, negated when the build is in the `else` branch."""
 
     attr: str
     ctor: str

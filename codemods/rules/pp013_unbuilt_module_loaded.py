@@ -70,12 +70,13 @@ RULE = Rule(
         "None on the other ranks stops the start-up of those ranks, at the first of its weights: "
         "Qwen4Exp's final `hyper_connection_mixer` in 1Cat-vLLM (#485, whose fix skips the mixer's "
         "prefix on the other ranks). A class without a `load_weights` of its own is reached by the "
-        "loader of the model that builds it, which walks its children itself. A loader that names the module (a string ending with its name, "
-        "or a read of `self.<name>`) is taken to handle it; a class that the rank test builds "
-        "without weights (`LogitsProcessor`, a config or buffer class) is left alone. Report only: "
-        "a `PPMissingLayer()` on the other ranks changes what `self.<name> is None` tests there, and "
-        "which skip argument a release's loader takes (`skip_prefixes`, "
-        "`ignore_unexpected_prefixes`, a mapper that drops the name) is the model's choice."
+        "loader of the model that builds it, which walks its children itself. A loader that names "
+        "the module (a string ending with its name, or a read of `self.<name>`) is taken to handle "
+        "it; a class that the rank test builds without weights (`LogitsProcessor`, a config or "
+        "buffer class) is left alone. Report only: a `PPMissingLayer()` on the other ranks changes "
+        "what `self.<name> is None` tests there, and which skip argument a release's loader takes "
+        "(`skip_prefixes`, `ignore_unexpected_prefixes`, a mapper that drops the name) is the "
+        "model's choice."
     ),
     before=BEFORE,
     after=AFTER,
@@ -119,15 +120,20 @@ def _loaders(ctx: Context, ref: ClassRef) -> list[Reached]:
     own = _auto_loader(ctx, ref)
     if own is not False:
         return [Reached(own, "", own.cls.unbuilt.names)] if own and own.cls.unbuilt else []
-    found = []
+    found: list[Reached] = []
     for holder in dict.fromkeys([*ctx.subjects, *ctx.entries]):
-        for attr in sorted({attr for node in ctx.index.mro(holder) for attr in node.cls.submodules}):
-            classes = ctx.resolver.object_classes(holder, ("self", attr))
-            loader = _auto_loader(ctx, holder) if isinstance(classes, list) and ref in classes else None
-            if loader and loader.cls.unbuilt:
-                names = loader.cls.unbuilt.names | (holder.cls.unbuilt.names if holder.cls.unbuilt else frozenset())
-                found.append(Reached(loader, attr, names))
+        attrs = sorted({attr for node in ctx.index.mro(holder) for attr in node.cls.submodules})
+        built = [attr for attr in attrs if ref in _as_list(ctx.resolver.object_classes(holder, ("self", attr)))]
+        loader = _auto_loader(ctx, holder) if built else None
+        if loader and loader.cls.unbuilt:
+            names = loader.cls.unbuilt.names | (holder.cls.unbuilt.names if holder.cls.unbuilt else frozenset())
+            found.extend(Reached(loader, attr, names) for attr in built)
     return found
+
+
+def _as_list(classes: list[ClassRef] | str) -> list[ClassRef]:
+    """What `Resolver.object_classes` found: its classes, none for the reason it gives instead."""
+    return classes if isinstance(classes, list) else []
 
 
 def _auto_loader(ctx: Context, ref: ClassRef) -> ClassRef | None | Literal[False]:
