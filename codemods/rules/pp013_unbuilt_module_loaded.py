@@ -121,8 +121,12 @@ def _loaders(ctx: Context, ref: ClassRef) -> list[Reached]:
     if own is not False:
         return [Reached(own, "", own.cls.unbuilt.names)] if own and own.cls.unbuilt else []
     found: list[Reached] = []
+    name = ref.cls.name
     for holder in dict.fromkeys([*ctx.subjects, *ctx.entries]):
-        attrs = sorted({attr for node in ctx.index.mro(holder) for attr in node.cls.submodules})
+        if holder.module is not ref.module and name not in holder.module.imports:
+            continue  # a class built by a name this module does not bind is not built here
+        attrs = sorted({attr for node in ctx.index.mro(holder) for attr, subs in node.cls.submodules.items()
+                        if any(sub.ctor.rsplit(".", 1)[-1] == name for sub in subs)})
         built = [attr for attr in attrs if ref in _as_list(ctx.resolver.object_classes(holder, ("self", attr)))]
         loader = _auto_loader(ctx, holder) if built else None
         if loader and loader.cls.unbuilt:
