@@ -70,3 +70,50 @@ def test_a_class_parsed_for_its_rank_test_alone_is_read(tmp_path: Path) -> None:
     report = engine.check([path], Options(select=("PP013",), cache=True))
     again = engine.check([path], Options(select=("PP013",), cache=True))
     assert [f.line for f in report.findings] == [f.line for f in again.findings] == [17]
+
+
+def test_a_class_without_a_loader_is_checked_against_the_loader_of_the_model_that_imports_it(tmp_path: Path) -> None:
+    """`AutoWeightsLoader` walks the children of a child without `load_weights` itself: the
+    model's loader must skip `<attr>.<module>.` where the module is not built."""
+    package = tmp_path / "toymodels"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "tassel.py").write_text(
+        "from vllm.distributed import get_pp_group\n"
+        "\n"
+        "\n"
+        "class Tassel(nn.Module):\n"
+        "    def __init__(self, config):\n"
+        "        super().__init__()\n"
+        "        if get_pp_group().is_last_rank:\n"
+        "            self.fringe = StreamPooler(config.hidden_size)\n"
+        "\n"
+        "    def forward(self, hidden_states, intermediate_tensors=None):\n"
+        "        ...\n"
+    )
+    model = (
+        "from vllm.model_executor.models.interfaces import SupportsPP\n"
+        "from vllm.model_executor.models.utils import AutoWeightsLoader\n"
+        "{import_line}"
+        "\n"
+        "\n"
+        "class TasselForCausalLM(nn.Module, SupportsPP):\n"
+        "    def __init__(self, *, vllm_config, prefix=\"\"):\n"
+        "        super().__init__()\n"
+        "        self.head = Tassel(vllm_config.model_config.hf_config)\n"
+        "\n"
+        "    def forward(self, input_ids, positions, intermediate_tensors=None):\n"
+        "        ...\n"
+        "\n"
+        "    def load_weights(self, weights):\n"
+        "        return AutoWeightsLoader(self, skip_prefixes={skips}).load_weights(weights)\n"
+    )
+    options = Options(select=("PP013",), cache=False)
+    (package / "model.py").write_text(model.format(import_line="from toymodels.tassel import Tassel\n", skips='["lm_head."]'))
+    findings = engine.check([package], options).findings
+    assert [(f.cls, f.line) for f in findings] == [("Tassel", 8)]
+    assert "`head.fringe.*` weights (Tassel has no `load_weights` of its own)" in findings[0].message
+    (package / "model.py").write_text(model.format(import_line="from toymodels.tassel import Tassel\n", skips='["head.fringe."]'))
+    assert engine.check([package], options).findings == []
+    (package / "model.py").write_text(model.format(import_line="", skips='["lm_head."]'))
+    assert engine.check([package], options).findings == []
