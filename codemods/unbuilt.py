@@ -67,7 +67,9 @@ def unbuilt_facts(node: ast.ClassDef) -> UnbuiltFacts | None:
             unbuilt.extend(_unbuilt(item.body))
         elif item.name == "load_weights":
             names.update(_names(item))
-            loader = next(((n.lineno, n.col_offset) for n in walk(item) if _builds_loader(n)), (0, 0))
+            nodes = walk(item)
+            aliases = _loader_aliases(nodes)
+            loader = next(((n.lineno, n.col_offset) for n in nodes if _builds_loader(n, aliases)), (0, 0))
     if not unbuilt and not loader[0]:
         return None
     return UnbuiltFacts(tuple(unbuilt), loader[0], loader[1], frozenset(names))
@@ -144,13 +146,30 @@ def _module_class(name: str) -> bool:
     return name[:1].isupper() and name not in PARAMETERLESS and not name.endswith(NOT_MODULES)
 
 
-def _builds_loader(node: ast.AST) -> TypeGuard[ast.Call]:
-    """`AutoWeightsLoader(self, ...)`: the loader of this module's own children."""
+def _loader_aliases(nodes: list[ast.AST]) -> set[str]:
+    """Local names bound to a loader class (`loader_cls = AutoWeightsLoader`, then maybe to a
+    subclass of it): calling one builds a loader."""
+    return {
+        target.id for node in nodes if isinstance(node, ast.Assign) and _loader_class(node.value)
+        for target in node.targets if isinstance(target, ast.Name)
+    }
+
+
+def _loader_class(node: ast.expr) -> bool:
+    """`AutoWeightsLoader`, or a subclass named after it (`StackedAutoWeightsLoader`), by any
+    dotted name."""
+    return (dotted_name(node) or [""])[-1].endswith(LOADER)
+
+
+def _builds_loader(node: ast.AST, aliases: set[str]) -> TypeGuard[ast.Call]:
+    """`AutoWeightsLoader(self, ...)`, or a local alias of it called with `self`: the loader of
+    this module's own children."""
     if not isinstance(node, ast.Call) or not node.args:
         return False
-    chain = dotted_name(node.func) or [""]
     first = node.args[0]
-    return chain[-1] == LOADER and isinstance(first, ast.Name) and first.id == "self"
+    if not (isinstance(first, ast.Name) and first.id == "self"):
+        return False
+    return _loader_class(node.func) or isinstance(node.func, ast.Name) and node.func.id in aliases
 
 
 def _names(node: ast.AST) -> set[str]:
