@@ -55,19 +55,20 @@ def wanted(text: str) -> bool:
 
 
 def unbuilt_facts(node: ast.ClassDef) -> UnbuiltFacts | None:
+    """Facts of `node`; None when it builds nothing on one side of a rank test and has no loader."""
     unbuilt: list[Unbuilt] = []
     loader = (0, 0)
     names: set[str] = set()
     for item in node.body:
         if isinstance(item, (ast.Assign, ast.AnnAssign)):
-            names.update(_names(item))
+            names.update(_names(walk(item)))
         if not isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         if item.name == "__init__":
             unbuilt.extend(_unbuilt(item.body))
         elif item.name == "load_weights":
-            names.update(_names(item))
             nodes = walk(item)
+            names.update(_names(nodes))
             aliases = _loader_aliases(nodes)
             loader = next(((n.lineno, n.col_offset) for n in nodes if _builds_loader(n, aliases)), (0, 0))
     if not unbuilt and not loader[0]:
@@ -172,11 +173,11 @@ def _builds_loader(node: ast.AST, aliases: set[str]) -> TypeGuard[ast.Call]:
     return _loader_class(node.func) or isinstance(node.func, ast.Name) and node.func.id in aliases
 
 
-def _names(node: ast.AST) -> set[str]:
-    """The dotted names that `node`'s strings (f-strings' literal parts too) end with
-    (`"model.norm."` -> model.norm and norm), and the attributes it reads from `self`."""
+def _names(nodes: list[ast.AST]) -> set[str]:
+    """The dotted names that the strings among `nodes` (f-strings' literal parts too) end with
+    (`"model.norm."` -> model.norm and norm), and the attributes they read from `self`."""
     found: set[str] = set()
-    for n in walk(node):
+    for n in nodes:
         if isinstance(n, ast.Constant) and isinstance(n.value, str):
             parts = [p for p in n.value.split(".") if p]
             found.update(".".join(parts[i:]) for i in range(len(parts)))
