@@ -12,9 +12,10 @@ import ast
 from dataclasses import dataclass
 from typing import TypeGuard
 
+from .vllm_names import FIRST_RANK, LAST_RANK
 from .walk import dotted_name, walk
 
-WORDS = ("is_last_rank", "is_first_rank")
+WORDS = (LAST_RANK, FIRST_RANK)
 LOADER = "AutoWeightsLoader"
 PARAMETERLESS = frozenset({"LogitsProcessor", "Sampler", "PPMissingLayer", "Identity"})
 """Modules without weights: a rank that lacks one has nothing to skip."""
@@ -118,8 +119,7 @@ def _assignments(body: list[ast.stmt]) -> list[tuple[ast.Attribute, ast.expr]]:
             targets, value = [node.target], node.value
         else:
             continue
-        found.extend((t, value) for t in targets
-                     if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self")
+        found.extend((t, value) for t in targets if isinstance(t, ast.Attribute) and dotted_name(t) == ["self", t.attr])
     return found
 
 
