@@ -12,6 +12,7 @@ import ast
 from dataclasses import dataclass
 from typing import TypeGuard
 
+from .unparse import unparse
 from .vllm_names import FIRST_RANK, LAST_RANK
 from .walk import dotted_name, walk
 
@@ -81,15 +82,20 @@ def _unbuilt(body: list[ast.stmt]) -> list[Unbuilt]:
     """The attributes that a rank test among `body`'s statements builds in one branch, and that
     nothing else in `body` (the other branch, another statement, at any depth) sets to anything
     but None."""
+    tests = [stmt for stmt in body if isinstance(stmt, ast.If) and _rank_test(stmt.test)]
+    if not tests:
+        return []
+    assigned = [(stmt, _assignments([stmt])) for stmt in body]  # each statement walked once
     found = []
-    for stmt in body:
-        if not (isinstance(stmt, ast.If) and _rank_test(stmt.test)):
-            continue
-        others = [other for other in body if other is not stmt]
-        for branch, other, built in ((stmt.body, stmt.orelse, ast.unparse(stmt.test)),
-                                     (stmt.orelse, stmt.body, _negated(stmt.test))):
-            elsewhere = _assigned_values(others + other)
-            for attr, (value, target) in _built(branch).items():
+    for stmt in tests:
+        for branch, other, negated in ((stmt.body, stmt.orelse, False), (stmt.orelse, stmt.body, True)):
+            candidates = _built(branch)
+            if not candidates:
+                continue
+            built = _negated(stmt.test) if negated else unparse(stmt.test)
+            others = [pair for each, pairs in assigned if each is not stmt for pair in pairs]
+            elsewhere = _assigned_values(others + _assignments(other))
+            for attr, (value, target) in candidates.items():
                 if elsewhere.get(attr, "None") != "None":
                     continue
                 ctor = ".".join(dotted_name(value.func) or ())
@@ -100,8 +106,8 @@ def _unbuilt(body: list[ast.stmt]) -> list[Unbuilt]:
 
 def _negated(test: ast.expr) -> str:
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return ast.unparse(test.operand)
-    text = ast.unparse(test)
+        return unparse(test.operand)
+    text = unparse(test)
     return f"not ({text})" if isinstance(test, (ast.BoolOp, ast.Compare, ast.IfExp, ast.NamedExpr)) else f"not {text}"
 
 
@@ -123,10 +129,11 @@ def _assignments(body: list[ast.stmt]) -> list[tuple[ast.Attribute, ast.expr]]:
     return found
 
 
-def _assigned_values(body: list[ast.stmt]) -> dict[str, str]:
-    """Each `self.<attr>` the statements assign: "None" when every value is None, else "set"."""
+def _assigned_values(pairs: list[tuple[ast.Attribute, ast.expr]]) -> dict[str, str]:
+    """Each `self.<attr>` among the (target, value) pairs: "None" when every value is None, else
+    "set"."""
     found: dict[str, str] = {}
-    for target, value in _assignments(body):
+    for target, value in pairs:
         none = isinstance(value, ast.Constant) and value.value is None
         found[target.attr] = "None" if none and found.get(target.attr, "None") == "None" else "set"
     return found
