@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from .unparse import unparse
 from .walk import walk
 
 FLAG = "supports_aux_hidden_states_over_pp"
@@ -116,7 +117,7 @@ def _until_rebound(body: list[ast.stmt], name: str) -> list[ast.stmt]:
 
 def _compares_absolute(node: ast.AST, index: str) -> bool:
     if isinstance(node, ast.Compare) and any(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops):
-        return _is_index(node.left, index) and any(AUX_LAYERS in ast.unparse(c) for c in node.comparators)
+        return _is_index(node.left, index) and any(AUX_LAYERS in unparse(c) for c in node.comparators)
     if isinstance(node, ast.Call) and _name(node.func) == MAYBE_ADD:
         return any(_is_index(arg, index) for arg in node.args)
     return False

@@ -30,7 +30,8 @@ def default_folder() -> Path:
 
 PACKAGE = Path(__file__).resolve().parent
 DEPENDENCIES = (
-    "auxstates.py", "facts.py", "loading.py", "nonevalues.py", "rankuse.py", "ties.py", "unbuilt.py", "vllm_names.py", "walk.py",
+    "auxstates.py", "facts.py", "loading.py", "nonevalues.py", "rankuse.py", "ties.py", "unbuilt.py", "unparse.py",
+    "vllm_names.py", "walk.py",
 )
 """Modules outside `analysis/` that the facts depend on; a test checks this against the imports."""
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from .unparse import unparse
 from .walk import CHILDLESS, children, dotted_name, walk
 
 MISSING_CHECK = "is_pp_missing_parameter"
@@ -219,7 +220,7 @@ class _Walker:
             key = self._lookup_key(node)
             if key is not None and not safe and isinstance(node, ast.expr):
                 self.loader.lookups.append(Lookup(
-                    ast.unparse(key), node.lineno, node.col_offset, stmt.lineno, stmt.col_offset,
+                    unparse(key), node.lineno, node.col_offset, stmt.lineno, stmt.col_offset,
                     "continue" if in_loop else "return", fixable,
                 ))
             if isinstance(node, ast.Call):

@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from .unparse import unparse
 from .vllm_names import TENSORS_CLASS
 from .walk import children, dotted_name, walk
 
@@ -175,7 +176,7 @@ class _Flow:
         orelse = self._block(stmt.orelse, orelse_in)
         if body is None or orelse is None:
             return orelse if body is None else body
-        test = ast.unparse(stmt.test)
+        test = unparse(stmt.test)
         by_rank = any(word in test for word in RANK_WORDS)
         merged = {}
         for name in {*body, *orelse}:

@@ -18,6 +18,7 @@ import itertools
 import re
 from dataclasses import dataclass
 
+from .unparse import unparse
 from .vllm_names import FIRST_RANK, LAST_RANK
 from .walk import walk
 
@@ -256,7 +257,7 @@ class _Walker:
         if len(path := self_path(test) or ()) == 1 and path[0] in self.attrs and depth < 3:
             return self.cond(self.attrs[path[0]], depth + 1)
         if isinstance(test, ast.Call) and _looked_up(test) is None:
-            return ("call", ast.unparse(test))
+            return ("call", unparse(test))
         return ("atom", _atom_name(test))
 
 
@@ -274,7 +275,7 @@ def _atom_name(test: ast.expr) -> str:
         return test.attr
     if isinstance(test, ast.Name):
         return test.id
-    return _looked_up(test) or ast.unparse(test)
+    return _looked_up(test) or unparse(test)
 
 
 def _looked_up(test: ast.expr) -> str | None:

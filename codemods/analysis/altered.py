@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from ..facts import AlteredOutput
+from ..unparse import unparse
 from ..walk import walk
 
 PassesIt = Callable[[ast.Call], bool]
@@ -251,7 +252,7 @@ def _rank_test(test: ast.expr, state: _State) -> tuple[bool, bool] | None:
         isinstance(test, ast.Call) and getattr(test.func, "id", "") == "isinstance" and len(test.args) == 2
         and isinstance(test.args[0], ast.Name) and test.args[0].id in state.inner
     ):
-        holds_on_nonlast = "IntermediateTensors" in ast.unparse(test.args[1])
+        holds_on_nonlast = "IntermediateTensors" in unparse(test.args[1])
         return (False, True) if holds_on_nonlast else (True, False)
     if isinstance(test, ast.BoolOp):
         parts = [_rank_test(v, state) for v in test.values]

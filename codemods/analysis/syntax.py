@@ -6,6 +6,7 @@ import ast
 import re
 
 from .. import vllm_names
+from ..unparse import unparse
 
 ATTR = vllm_names.PRODUCER
 FACTORY = vllm_names.FACTORY
@@ -64,7 +65,7 @@ def base_name(node: ast.expr) -> str:
     if isinstance(node, ast.Subscript):
         node = node.value
     chain = dotted(node)
-    return ".".join(chain) if chain else ast.unparse(node)
+    return ".".join(chain) if chain else unparse(node)
 
 
 def condition(test: ast.expr) -> tuple[str, bool] | None:
@@ -72,7 +73,7 @@ def condition(test: ast.expr) -> tuple[str, bool] | None:
     polarity = True
     while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         test, polarity = test.operand, not polarity
-    source = ast.unparse(test)
+    source = unparse(test)
     if any(word in source for word in RANK_WORDS):
         return None
     if "self." in source or "config" in source:

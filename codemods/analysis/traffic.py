@@ -7,6 +7,7 @@ import ast
 from typing import TypeGuard
 
 from ..facts import Access, Call, FunctionFacts, Guard, KeyUse, Param
+from ..unparse import unparse
 from ..walk import CHILDLESS, children
 from .altered import Flow
 from .syntax import (
@@ -240,7 +241,7 @@ class FunctionAnalyzer:
                 for op, right in zip(node.ops, node.comparators, strict=False):
                     if isinstance(op, (ast.In, ast.NotIn)) and self._is_alias(right):
                         self.facts.accesses.append(
-                            Access("in", node.lineno, node.col_offset, ast.unparse(node))
+                            Access("in", node.lineno, node.col_offset, unparse(node))
                         )
             stack.extend((child, where) for child in children(node) if type(child) not in CHILDLESS)
 
@@ -260,11 +261,11 @@ class FunctionAnalyzer:
     def _call(self, node: ast.Call, guard: Guard, root: ast.AST, skip_returned: bool) -> None:
         func = node.func
         if isinstance(func, ast.Attribute) and func.attr == "keys" and self._is_alias(func.value):
-            self.facts.accesses.append(Access("keys", node.lineno, node.col_offset, ast.unparse(node)))
+            self.facts.accesses.append(Access("keys", node.lineno, node.col_offset, unparse(node)))
             return
         if isinstance(func, ast.Attribute) and func.attr == "get" and self._is_alias(func.value):
             self.facts.accesses.append(
-                Access("get", node.lineno, node.col_offset, ast.unparse(node))
+                Access("get", node.lineno, node.col_offset, unparse(node))
             )
             self.facts.reads.append(
                 KeyUse(const_str(node.args[0]) if node.args else None, node.lineno, guard)
@@ -311,7 +312,7 @@ def _param(arg: ast.arg, kind: str, default: ast.expr | None) -> Param:
         line=arg.lineno,
         column=arg.col_offset,
         has_default=default is not None,
-        annotation=ast.unparse(arg.annotation) if arg.annotation is not None else None,
+        annotation=unparse(arg.annotation) if arg.annotation is not None else None,
     )
 
 def _spread_pattern(value: ast.expr) -> str | None:
