@@ -94,7 +94,7 @@ def pending_text_has(module: ModuleFacts, name: str, pattern: str) -> bool:
 def _line_starts(source: bytes) -> list[int]:
     """The offset of each line's first byte (index 0: line 1), lines ended by `\\n` (a module
     with other line ends has no pending class: `outline` refuses it)."""
-    return [0, *itertools.accumulate(len(line) + 1 for line in source.split(b"\n"))]
+    return list(itertools.accumulate(map((1).__add__, map(len, source.split(b"\n"))), initial=0))
 
 
 @functools.lru_cache(maxsize=2)

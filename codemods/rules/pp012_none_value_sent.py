@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
 from pathlib import Path
 
 from ..findings import Evidence, Finding
@@ -126,15 +125,33 @@ sender that layer class: a model that builds the sender, or a subclass (None: th
 choice)."""
 
 
-def check(ctx: Context) -> list[Finding]:
-    findings: list[Finding] = []
+class Models:
+    """The models around the checked classes, each list found once per run, when first asked."""
 
-    @functools.cache
-    def builders() -> list[ClassRef]:
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+
+    @functools.cached_property
+    def builders(self) -> list[ClassRef]:
         """The pipeline-parallel models that can hand a model its layer class: the entries, and
         the models of the checked files."""
+        ctx = self.ctx
         return [s for s in dict.fromkeys([*ctx.entries, *ctx.subjects]) if PP_INTERFACE in ctx.index.base_names(s)]
 
+    @functools.cached_property
+    def subclasses(self) -> dict[ClassRef, list[ClassRef]]:
+        """Each class's subclasses among the models of the checked files and the entries, in
+        that order."""
+        found: dict[ClassRef, list[ClassRef]] = {}
+        for model in dict.fromkeys([*self.ctx.subjects, *self.ctx.entries]):
+            for base in self.ctx.index.mro(model)[1:]:
+                found.setdefault(base, []).append(model)
+        return found
+
+
+def check(ctx: Context) -> list[Finding]:
+    findings: list[Finding] = []
+    models = Models(ctx)
     for module, cls in ctx.target_classes():
         if cls.values is None or not cls.values.sends:
             continue
@@ -143,7 +160,7 @@ def check(ctx: Context) -> list[Finding]:
         for send in cls.values.sends:
             layer = None
             if send.origin.kind in ("layer", "method"):
-                layer = (_none_returning_layer(ctx, ref, send.origin, builders) if send.origin.kind == "layer"
+                layer = (_none_returning_layer(ctx, ref, send.origin, models) if send.origin.kind == "layer"
                          else _none_returning_method(ctx, ref, send.origin))
                 if layer is None:
                     continue
@@ -153,14 +170,14 @@ def check(ctx: Context) -> list[Finding]:
     return findings
 
 
-def _none_returning_layer(ctx: Context, ref: ClassRef, origin: Origin, builders: Callable[[], list[ClassRef]]) -> Found | None:
+def _none_returning_layer(ctx: Context, ref: ClassRef, origin: Origin, models: Models) -> Found | None:
     """The layer class built for `self.<attr>` whose forward returns None at `origin.position`,
     the line of that return, and the class that hands `ref` that layer class."""
     for node in ctx.index.mro(ref):
         ctors = [ctor for attr, ctor, _ in (node.cls.values.layer_ctors if node.cls.values else ()) if attr == origin.attr]
         if not ctors:
             continue
-        for layer, builder in (found for ctor in ctors for found in _layer_classes(ctx, ref, node, ctor, builders)):
+        for layer, builder in (found for ctor in ctors for found in _layer_classes(ctx, ref, node, ctor, models)):
             forward = next((n for n in ctx.index.mro(layer) if n.defines("forward")), None)
             returns = forward.cls.values.none_returns if forward and forward.cls.values else ()
             line = next((line for position, line in returns if position == origin.position), None)
@@ -171,31 +188,31 @@ def _none_returning_layer(ctx: Context, ref: ClassRef, origin: Origin, builders:
 
 
 def _layer_classes(ctx: Context, ref: ClassRef, node: ClassRef, ctor: str,
-                   builders: Callable[[], list[ClassRef]]) -> list[tuple[ClassRef, ClassRef | None]]:
+                   models: Models) -> list[tuple[ClassRef, ClassRef | None]]:
     """The classes `ctor` (named in `node`, a class of `ref`'s MRO) can be, each with the class
     that hands it in (None: `ref`'s own choice). An `__init__` parameter of `node` is its
     default or what `ref`'s MRO hands on; for a subclass that runs `ref`'s forward, what that
     subclass hands on; and, where nothing in an instance's MRO hands it on, what one of
-    `builders` hands the instance it builds."""
+    `models.builders` hands the instance it builds."""
     if ctor not in node.cls.init_defaults:
         return [(c, None) for c in ctx.index.resolve(node.module, ctor)]
     found: list[tuple[ClassRef, ClassRef | None]] = []
     own = set(ctx.index.mro(ref))
-    for instance in [ref, *_heirs(ctx, ref)]:
+    for instance in [ref, *_heirs(ctx, ref, models)]:
         owner, name = ctx.resolver.argument(instance, node, ctor)
         via = None if owner in own else instance
         found.extend((c, via) for c in ctx.index.resolve(owner.module, name) if (c, via) not in found)
         if owner.key == node.key:
-            found.extend(pair for pair in ctx.resolver.handed_in(instance, ctor, builders()) if pair not in found)
+            found.extend(pair for pair in ctx.resolver.handed_in(instance, ctor, models.builders) if pair not in found)
     return found
 
 
-def _heirs(ctx: Context, ref: ClassRef) -> list[ClassRef]:
+def _heirs(ctx: Context, ref: ClassRef, models: Models) -> list[ClassRef]:
     """The models that subclass `ref`, run its forward, and can be held by a pipeline-parallel
     model."""
     return [
-        s for s in dict.fromkeys([*ctx.subjects, *ctx.entries])
-        if s != ref and ref in ctx.index.mro(s)[1:] and (forward := ctx.index.find_method(s, "forward")) is not None
+        s for s in models.subclasses.get(ref, ()) if s != ref
+        and (forward := ctx.index.find_method(s, "forward")) is not None
         and forward.owner == ref and held_by(ctx, s, DEPTH, PP_INTERFACE)
     ]
 
