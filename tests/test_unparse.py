@@ -17,6 +17,8 @@ SHAPES = [
     "self.quant_config is not None",
     "a == 'llama' and b != \"it's\"",
     "a and b and x is None",
+    "a and b and c and x | y",
+    "a or b or c or d or x | y",
     "a or b and c",
     "(a or b) and c",
     "a and (b or c) and not d",
