@@ -20,7 +20,7 @@ WORDS = (LAST_RANK, FIRST_RANK)
 LOADER = "AutoWeightsLoader"
 PARAMETERLESS = frozenset({"LogitsProcessor", "Sampler", "PPMissingLayer", "Identity"})
 """Modules without weights: a rank that lacks one has nothing to skip."""
-NOT_MODULES = ("Config", "Args", "Metadata", "Params", "Spec", "State", "Buffer", "Cache", "Stream", "Event")
+PLAIN_ENDINGS = ("Config", "Args", "Metadata", "Params", "Spec", "State", "Buffer", "Cache", "Stream", "Event")
 """Endings of class names that build plain objects (a config, a buffer), not modules with weights."""
 
 
@@ -151,7 +151,7 @@ def _built(body: list[ast.stmt]) -> dict[str, tuple[ast.Call, ast.Attribute]]:
 
 
 def _module_class(name: str) -> bool:
-    return name[:1].isupper() and name not in PARAMETERLESS and not name.endswith(NOT_MODULES)
+    return name[:1].isupper() and name not in PARAMETERLESS and not name.endswith(PLAIN_ENDINGS)
 
 
 def _loader_aliases(nodes: list[ast.AST]) -> set[str]:
