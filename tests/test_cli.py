@@ -345,6 +345,16 @@ def test_the_script_keeps_exit_codes_output_and_exit_handlers(in_dir: Path, args
     assert ("No such option" in result.stderr) == (args[1] == "--bogus")
 
 
+@pytest.mark.parametrize(("args", "collecting"), [(["check", "clean.py"], "False"), (["sweep", "."], "True")])
+def test_only_a_sweep_runs_the_script_with_the_cyclic_collector(in_dir: Path, args: list[str], collecting: str) -> None:
+    """A check leaves its cycles to the process's end (`run`); a sweep runs the engine once per
+    rule, so each run's session must be collected before the next."""
+    shutil.copy(CLEAN, "clean.py")
+    code = RUN.replace("print(\"exit handler ran\", flush=True)", "print(__import__('gc').isenabled(), flush=True)")
+    result = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, check=False, cwd=in_dir)
+    assert result.stdout.splitlines()[-1] == collecting, result.stdout + result.stderr
+
+
 def test_a_profiled_run_still_writes_its_profile(tmp_path: Path) -> None:
     """Under a profiler the script exits as Python does, so the profile gets written."""
     out = tmp_path / "run.prof"
