@@ -211,8 +211,8 @@ def _heirs(ctx: Context, ref: ClassRef, models: Models) -> list[ClassRef]:
     """The models that subclass `ref`, run its forward, and can be held by a pipeline-parallel
     model."""
     return [
-        s for s in models.subclasses.get(ref, ()) if s != ref
-        and (forward := ctx.index.find_method(s, "forward")) is not None
+        s for s in models.subclasses.get(ref, ())
+        if (forward := ctx.index.find_method(s, "forward")) is not None
         and forward.owner == ref and held_by(ctx, s, DEPTH, PP_INTERFACE)
     ]
 
