@@ -7,6 +7,7 @@ them (every pre-commit run pays for what is imported here)."""
 from __future__ import annotations
 
 import atexit
+import errno
 import gc
 import json
 import os
@@ -94,7 +95,7 @@ OutputOpt = Annotated[Output, typer.Option("--format", help="Output format (gith
 Statistics = Annotated[bool, typer.Option("--statistics", help="Also show how many findings each rule has.")]
 Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Also show what could not be verified.")]
 Unsafe = Annotated[bool | None, typer.Option("--unsafe-fixes/--no-unsafe-fixes", help="Also apply unsafe fixes.")]
-Jobs = Annotated[int | None, typer.Option("--jobs", "-j", min=1, help="Processes that parse the files and run the rules (default: one per core, at most 8; never more than the cores; 1: this one alone).")]
+Jobs = Annotated[int | None, typer.Option("--jobs", "-j", help="Processes that parse the files and run the rules (default: one per core, at most 8; never more than the cores; 1: this one alone).")]
 Cache = Annotated[bool, typer.Option("--cache/--no-cache", help="Reuse per-file facts cached by content hash.")]
 ConfigFile = Annotated[Path | None, typer.Option("--config", help="Read options from this file (a pyproject.toml, or a TOML file holding the table's keys) instead of searching.")]
 Isolated = Annotated[bool, typer.Option("--isolated", help="Ignore every configuration file.")]
@@ -106,7 +107,7 @@ ColorOpt = Annotated[Color, typer.Option("--color", help="Colour text output: au
 StdinFilename = Annotated[Path | None, typer.Option("--stdin-filename", help="With `-`: the path standard input stands for (its repository resolves bases and the registry).")]
 
 
-def _options(paths, select, ignore, exclude, scope, registry, unsafe=None, jobs=0, cache=True, config_file=None, isolated=False, extra_path=None):
+def _options(paths, select, ignore, exclude, scope, registry, unsafe=None, jobs=None, cache=True, config_file=None, isolated=False, extra_path=None):
     with _user_errors():
         return cliutil.options(
             paths,
@@ -427,6 +428,11 @@ def run() -> None:
         if stop.code is not None and not isinstance(stop.code, int):
             raise
         code = stop.code or 0
+    except OSError as error:
+        if error.errno not in (errno.EMFILE, errno.ENFILE):
+            raise
+        sys.stderr.write(f"error: {error.strerror}: raise the limit (`ulimit -n`) and run again\n")
+        code = cliutil.EXIT_ERROR
     else:
         code = 0
     if sys.getprofile() is not None or sys.gettrace() is not None:

@@ -105,6 +105,8 @@ class FactsCache:
         folder = self.folder / key[:2]
         try:
             folder.mkdir(parents=True, exist_ok=True)
+            if not stat.S_ISDIR(folder.lstat().st_mode):
+                raise NotADirectoryError(folder)  # a planted link: never write into what it leads to
             fd, temp = tempfile.mkstemp(dir=folder, suffix=".tmp")
             with os.fdopen(fd, "wb") as handle:
                 handle.write(entry)

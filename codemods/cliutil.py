@@ -25,6 +25,8 @@ def codes(values: list[str] | None) -> tuple[str, ...]:
 
 def options(paths: list[Path], **given) -> config.Options:
     """Options for a run over `paths`; `config.ConfigError` (a ValueError) for a bad value."""
+    if given.get("jobs") is not None and given["jobs"] < 1:
+        raise config.ConfigError(f"--jobs must be at least 1, not {given['jobs']}")
     return config.load(paths[0] if paths else Path("."), **given)
 
 

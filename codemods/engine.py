@@ -162,16 +162,20 @@ def _as_reported(report: Report, fixed: list[Finding]) -> list[Finding]:
 
 def _rewrite_all(session: Session, done: dict, fixable: list[Finding], report: Report, failed: set[Path]):
     """Each file's rewrite (of its text after the earlier rounds), verified on its own."""
-    from .apply import FixError, edits_of, rewrite, verify_scope, verify_syntax
+    from .apply import FixError, edits_of, oversized, rewrite, verify_scope, verify_syntax
 
     rewrites = {}
     for path, edits in progress.track(edits_of(fixable).items(), "files fixed"):
-        problem = None if path in done else _unparsable(session.sources[str(path)], str(path))
+        source = done[path].after if path in done else session.sources[str(path)]
+        problem = oversized(source)
+        if problem:
+            problem = f"fix not applied: {problem}"
+        elif path not in done:
+            problem = _unparsable(source, str(path))
         if problem:
             report.errors.append(FileError(path, problem))
             failed.add(path)
             continue
-        source = done[path].after if path in done else session.sources[str(path)]
         try:
             result = rewrite(source, edits)
             verify_syntax(result, path)

@@ -265,17 +265,23 @@ class Index:
         return self._mro[ref.key]
 
     def _linearize(self, ref: ClassRef) -> list[ClassRef]:
+        # Depth-first pre-order with an explicit stack (a chain of a thousand generated classes
+        # would overflow Python's), skipping a base already on the path from `ref` (a cycle).
         order: list[ClassRef] = []
-
-        def visit(node: ClassRef, trail: tuple) -> None:
-            if node.key in trail:
-                return
+        path: set = set()
+        stack: list[tuple[ClassRef, bool]] = [(ref, True)]
+        while stack:
+            node, entering = stack.pop()
+            if not entering:
+                path.discard(node.key)
+                continue
+            if node.key in path:
+                continue
             order.append(node)
-            for base in node.header.bases:
-                for parent in self.resolve(node.module, base)[:1]:
-                    visit(parent, trail + (node.key,))
-
-        visit(ref, ())
+            path.add(node.key)
+            stack.append((node, False))
+            parents = [parent for base in node.header.bases for parent in self.resolve(node.module, base)[:1]]
+            stack.extend((parent, True) for parent in reversed(parents))
         seen: set = set()
         result = []
         for node in reversed(order):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import resource
 import shlex
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -21,6 +22,8 @@ from .smoke import SmokeReport, Tier, run_smoke
 
 DEFAULT_BRANCH = "contractfix/pp-contracts"
 COMMIT_PER = ("run", "rule")
+DESCRIPTORS = 64
+"""Open files a sweep asks for: git, its worktree and the worker pool hold pipes all along."""
 
 
 @dataclass(frozen=True)
@@ -141,10 +144,23 @@ def sweep(request: SweepRequest, result: SweepResult | None = None) -> SweepResu
     given, is filled in as the sweep goes, so that a caller holds what was done before a failure.
     Git runs without the caller's repository variables (a hook's GIT_INDEX_FILE, GIT_DIR...)."""
     check_request(request)
+    _check_descriptors()
     result = result if result is not None else SweepResult(request.branch, request.base)
     with gitops.own_environment():
         _sweep(request, result)
     return result
+
+
+def _check_descriptors() -> None:
+    """Have at least DESCRIPTORS open files allowed, raising the soft limit within the hard one:
+    git's pipes run out below that, mid-sweep, where even the clean-up of the worktree fails."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft >= DESCRIPTORS:
+        return
+    if hard != resource.RLIM_INFINITY and hard < DESCRIPTORS:
+        raise gitops.GitError(f"sweep needs {DESCRIPTORS} open files, and `ulimit -n` allows {hard}; "
+                              "raise the limit (nothing was changed)")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (DESCRIPTORS, hard))
 
 
 def check_request(request: SweepRequest) -> None:
@@ -179,7 +195,7 @@ def _sweep(request: SweepRequest, result: SweepResult) -> None:
     result.base = base = gitops.resolve(repo, request.base)
     gitops.check_branch_name(repo, request.branch)
     if not request.dry_run:
-        result.notes += [f"removed the stale worktree {p}" for p in sweeptree.remove_stale(repo)]
+        result.notes += sweeptree.remove_stale(repo)
     if gitops.is_dirty(repo):
         result.notes.append(f"{repo.working_tree_dir} has uncommitted or untracked files; the sweep sees commit {base[:12]} only")
     local = gitops.branch_tip(repo, request.branch)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import resource
 import threading
 import time
 from collections.abc import Iterator
@@ -162,10 +163,17 @@ def _job(job: Job) -> Result:
         return parse_problem(error)
 
 
+POOL_DESCRIPTORS = 64
+"""Open files a run must be allowed before it starts other processes: each worker, and the child
+of the split rules, holds pipes, and a pool that runs out of them mid-start never returns."""
+
+
 def pool_size(jobs: int, work: int) -> int:
     """Worker processes for `work` files: `jobs` (0: up to 8), never more than the CPUs this
-    process may run on, nor than the files."""
+    process may run on, nor than the files; 1 (this process alone) under a low `ulimit -n`."""
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    if resource.getrlimit(resource.RLIMIT_NOFILE)[0] < POOL_DESCRIPTORS:
+        return 1
     return max(1, min(jobs if jobs > 0 else 8, cpus, work))
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -41,6 +42,7 @@ def run_smoke(
     diffs against. Raises SetupError (no usable Python with vLLM for the tiers asked for, the
     harness cannot start) and UsageError (nothing to smoke, a bad --config).
     """
+    _check_numbers(timeout, pp_sizes)
     start = time.monotonic()
     files = [Path(p) for p in paths]
     requested = Tier.parse(tier) if isinstance(tier, str) else tier
@@ -79,6 +81,15 @@ def _check_request(files: list[Path], arch: str | None, config: UserConfig | Non
         raise UsageError(f"not a file (smoke takes changed model files): {', '.join(not_files)}")
     if config and arch and not config.covers(arch):
         raise UsageError(f"{config.source} does not list {arch} in its architectures")
+
+
+def _check_numbers(timeout: float | None, pp_sizes: tuple[int, ...]) -> None:
+    """A timeout that is not a positive finite number of seconds would fail (or never end) every
+    check; a PP size below 2 splits nothing."""
+    if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
+        raise UsageError(f"--timeout must be a positive number of seconds, not {timeout:g}")
+    if not pp_sizes or any(isinstance(size, bool) or not isinstance(size, int) or size < 2 for size in pp_sizes):
+        raise UsageError(f"PP sizes must be whole numbers of at least 2, not {list(pp_sizes)}")
 
 
 def _machine(requested: Tier | None, python: Path | None) -> Machine:

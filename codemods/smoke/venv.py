@@ -4,7 +4,9 @@ and the pinned vLLM wheel it is installed from (kept: the tests read real vLLM s
 `setup()` is idempotent: a ready environment (its marker matches the recipe) is reused at once;
 anything else (missing, half-installed, built from another recipe) is removed and rebuilt.
 The marker is written last, so an interrupted install is never taken for a finished one; the
-wheel is moved into place only once fully downloaded.
+wheel is moved into place only once fully downloaded. Only a folder that holds a virtualenv is ever
+removed, and lock and log files are opened without following a symbolic link: a link planted in the
+cache never leads a rebuild into someone's data.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import fcntl
 import json
 import os
 import shutil
+import stat
 import sys
 import tempfile
 import time
@@ -26,6 +29,8 @@ from .errors import SetupError
 from .runner import run
 
 MARKER = "contractfix-smoke.json"
+OWNED = ".contractfix-env"
+"""Written into the environment's folder before anything is installed: what may be removed."""
 SETUP_LOG = "setup.log"
 CPU_ENV = {"VLLM_TARGET_DEVICE": "cpu"}
 
@@ -122,15 +127,17 @@ def setup(env: ManagedEnv | None = None, echo: Callable[[str], None] = print) ->
         if env.ready():
             info = env.info()
             return SetupResult(env, True, time.monotonic() - start, info.get("versions", {}), wheel)
-        if env.root.exists():
-            echo(f"removing incomplete or outdated environment {env.root}")
-            shutil.rmtree(env.root)
+        if _remove_env(env.root):
+            echo(f"removed incomplete or outdated environment {env.root}")
+        env.root.mkdir()
+        os.close(_open_no_follow(env.root / OWNED, os.O_WRONLY | os.O_CREAT | os.O_EXCL))
         versions = _build(env, wheel, echo)
         duration = time.monotonic() - start
         marker = {"fingerprint": recipe.fingerprint(), "versions": versions, "setup_s": round(duration, 1)}
-        tmp = env.marker.with_suffix(".tmp")
-        tmp.write_text(json.dumps(marker, indent=1))
-        tmp.replace(env.marker)
+        fd, tmp = tempfile.mkstemp(dir=env.root, suffix=".tmp")
+        with os.fdopen(fd, "w") as handle:
+            handle.write(json.dumps(marker, indent=1))
+        os.replace(tmp, env.marker)
     return SetupResult(env, False, duration, versions, wheel)
 
 
@@ -144,7 +151,8 @@ def _build(env: ManagedEnv, wheel: Path, echo: Callable[[str], None]) -> dict[st
         (f"install {recipe.VLLM} (without its CUDA dependencies)", [*pip, "--no-deps", str(wheel)]),
     ]
     log = env.root.parent / (env.root.name + "." + SETUP_LOG)
-    with log.open("w") as handle:
+    log.unlink(missing_ok=True)  # a name only: what a planted link or hard link leads to stays
+    with os.fdopen(_open_no_follow(log, os.O_WRONLY | os.O_CREAT | os.O_EXCL), "w") as handle:
         for title, cmd in steps:
             echo(f"{title} ...")
             try:
@@ -173,10 +181,35 @@ print(json.dumps({"vllm": vllm.__version__, "torch": torch.__version__,
 """
 
 
+def _remove_env(root: Path) -> bool:
+    """Remove the folder at `root` if setup made it (its OWNED mark, or a virtualenv's `pyvenv.cfg`);
+    False when there is none. Anything else there (a symbolic link, a file, another folder) is a
+    SetupError."""
+    try:
+        info = root.lstat()
+    except FileNotFoundError:
+        return False
+    ours = any((root / name).is_file() for name in (OWNED, "pyvenv.cfg"))
+    if stat.S_ISDIR(info.st_mode) and (ours or not any(root.iterdir())):
+        shutil.rmtree(root)
+        return True
+    kind = "a symbolic link" if stat.S_ISLNK(info.st_mode) else "not a virtualenv"
+    raise SetupError(f"{root} is {kind}, where the smoke environment goes; move it aside (nothing was removed)")
+
+
+def _open_no_follow(path: Path, flags: int) -> int:
+    """A descriptor on `path`, never through a symbolic link; a SetupError that says so otherwise."""
+    try:
+        return os.open(path, flags | os.O_NOFOLLOW, 0o644)
+    except OSError as error:
+        raise SetupError(f"cannot open {path}: {error.strerror}") from None
+
+
 @contextmanager
 def _locked(path: Path) -> Iterator[None]:
-    """An exclusive lock file, so that two setups (e.g. parallel test sessions) do not race."""
-    with path.open("w") as handle:
+    """An exclusive lock file, so that two setups (e.g. parallel test sessions) do not race. It is
+    opened without truncation: whatever the file holds is left as it was."""
+    with os.fdopen(_open_no_follow(path, os.O_RDWR | os.O_CREAT), "r+b") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield

@@ -77,6 +77,7 @@ def test_setup_builds_once_then_reuses(cache: Path, builds: list[Path]) -> None:
 def test_a_half_finished_install_is_removed_and_redone(cache: Path, builds: list[Path]) -> None:
     env = venv.managed_env()
     (env.root / "lib").mkdir(parents=True)
+    (env.root / venv.OWNED).write_text("")
     (env.root / "lib" / "partial").write_text("interrupted pip")
     assert not env.ready()
     venv.setup(echo=lambda _: None)
