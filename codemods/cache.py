@@ -29,16 +29,21 @@ def default_folder() -> Path:
 
 
 PACKAGE = Path(__file__).resolve().parent
-DEPENDENCIES = (
-    "auxstates.py", "facts.py", "loading.py", "nonevalues.py", "rankuse.py", "ties.py", "unbuilt.py", "unparse.py",
-    "vllm_names.py", "walk.py",
-)
-"""Modules outside `analysis/` that the facts depend on; a test checks this against the imports."""
+DEPENDENCIES = ("facts.py", "families/__init__.py", "families/base.py", "unparse.py", "vllm_names.py", "walk.py")
+"""Modules outside `analysis/` and the families' facts that the facts depend on; a test checks
+this against the imports."""
 
 
 def sources(package: Path = PACKAGE) -> list[Path]:
-    """Every source file the facts depend on: each module of `analysis/`, and `DEPENDENCIES`."""
-    return sorted((package / "analysis").rglob("*.py")) + [package / name for name in DEPENDENCIES]
+    """Every source file the facts depend on: each module of `analysis/`, each family's
+    `__init__.py` and `facts/` modules, and `DEPENDENCIES`."""
+    families = package / "families"
+    return [
+        *sorted((package / "analysis").rglob("*.py")),
+        *sorted(families.glob("*/__init__.py")),
+        *sorted(families.glob("*/facts/*.py")),
+        *(package / name for name in DEPENDENCIES),
+    ]
 
 
 def fingerprint(package: Path = PACKAGE) -> bytes:

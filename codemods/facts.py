@@ -8,11 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .auxstates import AuxFacts
-from .loading import LoadingFacts
-from .nonevalues import ValueFacts
-from .ties import TieFacts
-from .unbuilt import UnbuiltFacts
+from .families.pp.facts import PPClassFacts
 from .vllm_names import PRODUCER
 
 Guard = tuple[tuple[str, bool], ...]
@@ -143,7 +139,7 @@ class Submodule:
 
 
 @dataclass
-class ClassFacts:
+class ClassFacts(PPClassFacts):
     name: str
     line: int
     column: int
@@ -178,18 +174,6 @@ class ClassFacts:
     """Method -> the constructions it returns (`return LlamaModel(...)`, `return self.model_cls(...)`):
     what `self.<method>(...)` builds, unless a subclass overrides the method."""
     misspelled_producer: list[Producer] = field(default_factory=list)
-    loading: LoadingFacts | None = None
-    """Weight-loader lookups and layer splits (PP008); None when the class has neither."""
-    aux: AuxFacts | None = None
-    """Its aux-hidden-states-over-PP flag and forward (PP011); None when it has neither."""
-    first_rank_tests: tuple[tuple[int, int], ...] = ()
-    """(line, column) of each `is_first_rank` read (PP010)."""
-    values: ValueFacts | None = None
-    """Sent values that may be None, None returned by its forward, layer lists it builds (PP012)."""
-    ties: TieFacts | None = None
-    """Its head-to-embedding ties and `PPMissingLayer` placeholders (PP009); None when it has neither."""
-    unbuilt: UnbuiltFacts | None = None
-    """Modules a rank test leaves unbuilt, and the `AutoWeightsLoader` of its loader (PP013)."""
 
 
 @dataclass

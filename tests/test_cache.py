@@ -100,9 +100,10 @@ def test_fingerprint_covers_every_module_the_facts_depend_on() -> None:
 @pytest.fixture()
 def package_copy(tmp_path: Path) -> Path:
     copy = tmp_path / "codemods"
-    shutil.copytree(cache.PACKAGE / "analysis", copy / "analysis", ignore=shutil.ignore_patterns("__pycache__"))
-    for name in cache.DEPENDENCIES:
-        shutil.copy(cache.PACKAGE / name, copy / name)
+    for source in cache.sources():
+        target = copy / source.relative_to(cache.PACKAGE)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(source, target)
     return copy
 
 

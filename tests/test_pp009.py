@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from contractfix import engine, ties
+from contractfix import engine
 from contractfix.config import Options
-from contractfix.ties import TRUE, conj, tie_facts, witness
+from contractfix.families.pp.facts import ties
+from contractfix.families.pp.facts.ties import TRUE, conj, tie_facts, witness
 
 FIRST_ONLY = ("not", ("first",))
 UPSTREAM_MISSING = ("not", ("or", (("first",), ("and", (("atom", "tie_word_embeddings"), ("last",))))))

@@ -11,19 +11,30 @@ import pytest
 
 from contractfix import engine, rules
 from contractfix.config import Options
+from contractfix.families import FAMILIES
 from contractfix.findings import Applicability
-from contractfix.rules import ALL, MODULES, Rule
+from contractfix.rules import ALL, MODULES, RULE_MODULE, Rule
 from contractfix.rules.base import ExampleTree
 from tests.conftest import ROOT
 
 
 def test_every_rule_module_is_registered_once() -> None:
-    files = sorted(p.stem for p in (ROOT / "codemods" / "rules").glob("pp*.py"))
+    folders = [ROOT / "codemods" / "rules", *(ROOT / "codemods" / "families").glob("*/rules")]
+    files = sorted(p.stem for folder in folders for p in folder.glob("*.py") if RULE_MODULE.fullmatch(p.stem))
     assert sorted(m.__name__.rsplit(".", 1)[-1] for m in MODULES) == files
     assert len(ALL) == len(MODULES), "two modules share a rule code"
     for module in MODULES:
         assert module.__name__.rsplit(".", 1)[-1].startswith(module.RULE.code.lower() + "_")
         assert module.RULE.name.replace("-", "_") == module.__name__.rsplit(".", 1)[-1].split("_", 1)[1]
+
+
+def test_a_family_holds_the_rules_of_its_prefix() -> None:
+    """A family's rules are in its folder, and every rule there carries its prefix (PP100, which
+    reads the suppressions of every family, is the shared package's own)."""
+    for family in FAMILIES:
+        held = [m.RULE.code for m in MODULES if m.__name__.startswith(f"{family.package}.")]
+        assert held and all(code.startswith(family.prefix) for code in held)
+    assert [m.RULE.code for m in MODULES if not m.__name__.startswith("contractfix.families.")] == ["PP100"]
 
 
 @pytest.mark.parametrize("module", MODULES, ids=lambda m: m.RULE.code)

@@ -7,8 +7,8 @@ import ast
 from collections.abc import Iterator
 from typing import TypeVar
 
-from .. import auxstates, loading, nonevalues, rankuse, ties, unbuilt
 from ..facts import ClassFacts, Producer
+from ..families import CLASS_FACTS
 from ..walk import walk
 from .members import MemberWalker
 from .syntax import ATTR, IT, IT_CLASS, Function, base_name, blocks, dotted, dynamic_builder, name_defaults, named
@@ -48,18 +48,9 @@ class ClassAnalyzer:
         for producer in self.facts.producers:
             if producer.kind == "method" and producer.method in defs and producer.method != ATTR:
                 self.facts.methods[producer.method] = FunctionAnalyzer(defs[producer.method], producer=True).run()
-        if loading.wanted(text):
-            self.facts.loading = loading.loading_facts(self.node, self.lines)
-        if auxstates.wanted(text):
-            self.facts.aux = auxstates.aux_facts(self.node, self.lines)
-        if rankuse.wanted(text):
-            self.facts.first_rank_tests = rankuse.first_rank_tests(self.node, self.lines)
-        if nonevalues.wanted(text):
-            self.facts.values = nonevalues.value_facts(self.node, self.lines)
-        if ties.wanted(text):
-            self.facts.ties = ties.tie_facts(self.node, self.lines)
-        if unbuilt.wanted(text):
-            self.facts.unbuilt = unbuilt.unbuilt_facts(self.node)
+        for fact in CLASS_FACTS:
+            if fact.wanted(text):
+                setattr(self.facts, fact.attribute, fact.read(self.node, self.lines))
         return self.facts
 
     def mentions(self, fn: Function) -> bool:

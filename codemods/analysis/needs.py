@@ -10,21 +10,10 @@ declares a need for it with `declare`, so that its facts are there.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
 
-from .. import auxstates, loading, rankuse, ties, unbuilt
+from ..families import NEEDS as FAMILY_NEEDS
+from ..families.base import Need
 from .syntax import IT, IT_CLASS
-
-
-@dataclass(frozen=True)
-class Need:
-    """Classes to parse: those whose block holds one of `markers`, and those with a base imported
-    from a module whose dotted name has a part in `base_packages`."""
-
-    reason: str
-    markers: tuple[str, ...] = ()
-    base_packages: tuple[str, ...] = ()
-
 
 NEEDS: list[Need] = [
     Need(
@@ -33,15 +22,7 @@ NEEDS: list[Need] = [
         markers=(IT, IT_CLASS, "make_empty", "SupportsPP"),
     ),
     Need("models: subclasses of a models package's class are checked (engine._subjects)", base_packages=("models",)),
-    Need("weight loaders and layer splits (PP008)", markers=loading.MARKERS),
-    Need("first-rank tests (PP010)", markers=(rankuse.WORD,)),
-    Need("aux hidden states: a class that sets or packs them; one that inherits the flag "
-         "subclasses a models package's class or a class of its own module (both parsed, see "
-         "`module._partial`), since a class whose bases are neither cannot reach a setter",
-         markers=(auxstates.FLAG, auxstates.PACK)),
-    Need("tied heads (PP009): PP009 reads the ties of every class of the checked files; the "
-         "placeholders they meet are reached through a ClassRef", markers=(ties.TIE_CALL, "lm_head")),
-    Need("modules built on some ranks only (PP013)", markers=unbuilt.WORDS),
+    *FAMILY_NEEDS,
 ]
 
 

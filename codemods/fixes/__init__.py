@@ -1,24 +1,14 @@
-"""One small libcst transformer per kind of edit, registered by the edit's type."""
+"""One small libcst transformer per kind of edit, registered by the edit's type: each family's
+`fixes.TRANSFORMERS`, and the shared helpers they are built on (`base`, `imports`, `layout`)."""
 
 from __future__ import annotations
 
+import importlib
+
 from ..edits import Edit
-from .add_factory_keys import AddFactoryKeys
-from .aux_opt_out import AuxOptOut
+from ..families import FAMILIES
 from .base import EditTransformer
-from .clone_dict_entry import CloneDictEntry
-from .default_none import DefaultNone
-from .early_return import EarlyReturn
-from .insert_delegation import InsertDelegation
-from .missing_guard import MissingGuard
-from .remove_factory_keys import RemoveFactoryKeys
-from .tensors_access import TensorsAccess
-from .tied_embedding import TiedEmbedding, TieOnLastRank
 
 TRANSFORMERS: dict[type[Edit], type[EditTransformer]] = {
-    t.edit: t
-    for t in (
-        AddFactoryKeys, AuxOptOut, CloneDictEntry, DefaultNone, EarlyReturn, InsertDelegation, MissingGuard,
-        RemoveFactoryKeys, TensorsAccess, TiedEmbedding, TieOnLastRank,
-    )
+    t.edit: t for family in FAMILIES for t in importlib.import_module(f"{family.package}.fixes").TRANSFORMERS
 }

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from contractfix.edits import DefaultNone
+from contractfix.families.pp.edits import DefaultNone
 from tests.fixes.codemodtest import PATH, assert_codemod
 
 

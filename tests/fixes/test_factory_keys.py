@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from contractfix.apply import FixError
-from contractfix.edits import AddFactoryKeys, RemoveFactoryKeys
+from contractfix.families.pp.edits import AddFactoryKeys, RemoveFactoryKeys
 from tests.fixes.codemodtest import PATH, assert_codemod
 
 

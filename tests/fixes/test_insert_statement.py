@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from contractfix.edits import EarlyReturn, InsertDelegation
+from contractfix.families.pp.edits import EarlyReturn, InsertDelegation
 from tests.fixes.codemodtest import PATH, assert_codemod
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from contractfix import apply
-from contractfix.edits import AddFactoryKeys, DefaultNone, InsertDelegation
+from contractfix.families.pp.edits import AddFactoryKeys, DefaultNone, InsertDelegation
 from tests.fixes.codemodtest import PATH, assert_codemod
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from contractfix.edits import TensorsAccess
+from contractfix.families.pp.edits import TensorsAccess
 from tests.fixes.codemodtest import PATH, assert_codemod
 
 

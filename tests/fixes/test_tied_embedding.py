@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from contractfix.apply import FixError
-from contractfix.edits import TiedEmbedding, TieOnLastRank
+from contractfix.families.pp.edits import TiedEmbedding, TieOnLastRank
 from tests.fixes.codemodtest import PATH, assert_codemod
 
 

@@ -1,0 +1,342 @@
+"""PP008 missing-layer-lookup: a weight loader looks up a parameter this PP rank may not hold."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from pathlib import Path
+
+from ....facts import ModuleFacts
+from ....findings import Applicability, Evidence, Finding, Fix
+from ....index import ClassRef
+from ....rules.base import Context, Rule
+from ....vllm_names import PP_INTERFACE
+from ..edits import MissingGuard
+from ..facts.loading import SPLITTERS, Loader, Lookup, Split
+from .holders import held_by
+
+BEFORE = '''\
+from vllm.model_executor.models.utils import is_pp_missing_parameter, make_layers
+
+
+class ExaoneModel(nn.Module, SupportsPP):
+    def __init__(self, config, quant_config, prefix=""):
+        super().__init__()
+        self.quant_config = quant_config
+        self.start_layer, self.end_layer, self.layers = make_layers(
+            config.num_hidden_layers, lambda prefix: ExaoneDecoderLayer(config), prefix=f"{prefix}.layers"
+        )
+
+    def load_weights(self, weights):
+        params_dict = dict(self.named_parameters())
+        for name, loaded_weight in weights:
+            if scale_name := self.quant_config.get_cache_scale(name):
+                param = params_dict[scale_name]
+                param.weight_loader(param, loaded_weight)
+                continue
+            if is_pp_missing_parameter(name, self):
+                continue
+            param = params_dict[name]
+            param.weight_loader(param, loaded_weight)
+'''
+
+AFTER = '''\
+from vllm.model_executor.models.utils import is_pp_missing_parameter, make_layers
+
+
+class ExaoneModel(nn.Module, SupportsPP):
+    def __init__(self, config, quant_config, prefix=""):
+        super().__init__()
+        self.quant_config = quant_config
+        self.start_layer, self.end_layer, self.layers = make_layers(
+            config.num_hidden_layers, lambda prefix: ExaoneDecoderLayer(config), prefix=f"{prefix}.layers"
+        )
+
+    def load_weights(self, weights):
+        params_dict = dict(self.named_parameters())
+        for name, loaded_weight in weights:
+            if scale_name := self.quant_config.get_cache_scale(name):
+                if is_pp_missing_parameter(scale_name, self):
+                    continue
+                param = params_dict[scale_name]
+                param.weight_loader(param, loaded_weight)
+                continue
+            if is_pp_missing_parameter(name, self):
+                continue
+            param = params_dict[name]
+            param.weight_loader(param, loaded_weight)
+'''
+
+RULE = Rule(
+    code="PP008",
+    name="missing-layer-lookup",
+    summary="A weight loader indexes the parameter dict without skipping layers another PP rank holds.",
+    rationale=(
+        "`make_layers` gives each rank only its share of the layers and fills the rest with "
+        "`PPMissingLayer` (no parameters); `PPMissingLayer()` also stands for `embed_tokens` off the "
+        "first rank and `norm`/`lm_head` off the last. Every rank reads the whole checkpoint, so a "
+        "`params_dict[name]` in `load_weights` (or a helper it calls) that no "
+        "`is_pp_missing_parameter(name, self)` / `name not in params_dict` skip precedes raises "
+        "KeyError at start-up on every rank that lacks the layer: the KV-cache-scale branch "
+        "(`quant_config.get_cache_scale(name)`) of dozens of loaders up to vLLM 0.21.0, "
+        "GraniteMoeHybrid's `_load` helper (#50961). The fix skips the name right before the "
+        "lookup (`return` in a helper without a loop). When the only split modules are an "
+        "encoder tower built with `make_layers`, the finding is reported without a fix: the tower "
+        "runs whole on the ranks that need it, and skipping would drop its layers silently. The "
+        "check is imported from where the model's splitter comes from: a fork with its own "
+        "`make_layers` and `PPMissingLayer` (vllm-mindspore, aphrodite) has its own "
+        "`is_pp_missing_parameter`, and vLLM's would not know its placeholders; where that is not "
+        "known, the finding has no fix."
+    ),
+    before=BEFORE,
+    after=AFTER,
+    fix=Applicability.SAFE,
+)
+
+ENTRY = "load_weights"
+TOWER = re.compile(r"Encoder|Vision|Visual|Audio|Tower|ViT|Speech", re.I)
+DEPTH = 3
+SPLIT_WORDS = "|".join(SPLITTERS)
+"""A class whose text has none of these has no split (`loading_facts` looks for nothing else)."""
+GUARD = "is_pp_missing_parameter"
+UTILS = "vllm.model_executor.models.utils"
+
+
+def check(ctx: Context) -> list[Finding]:
+    findings: list[Finding] = []
+    seen: set[tuple[str, int, int]] = set()
+    splits: dict[tuple[str, str], list[tuple[ClassRef, Split]]] = {}
+    for module, cls in ctx.target_classes():
+        if not cls.loading or ENTRY not in cls.loading.loaders:
+            continue
+        ref = ClassRef(module, cls)
+        for owner, loader, lookup in _unguarded(ctx, ref):
+            where = (owner.module.path, lookup.line, lookup.column)
+            if where in seen:
+                continue
+            sources = _split_sources(ctx, ref, splits, DEPTH)
+            if not sources or not held_by(ctx, ref, DEPTH, PP_INTERFACE):
+                break
+            seen.add(where)
+            findings.append(_finding(ctx, ref, owner, loader, lookup, sources))
+    return _one_source_per_file(findings)
+
+
+def _one_source_per_file(findings: list[Finding]) -> list[Finding]:
+    """A file binds `is_pp_missing_parameter` once: where its loaders need the checks of two
+    splitters (two classes, two modules), none of its skips is written."""
+    sources: dict[Path, set[str]] = {}
+    for finding in findings:
+        for edit in finding.fix.edits if finding.fix else ():
+            if isinstance(edit, MissingGuard):
+                sources.setdefault(edit.path, set()).add(edit.source)
+    mixed = {path: found for path, found in sources.items() if len(found) > 1}
+    return [
+        replace(f, fix=None, message=f"{f.message}; not auto-fixable: the file's loaders need the `{GUARD}` "
+                f"of {' and of '.join(sorted(mixed[f.path]))}, and it can import the name from one of them only")
+        if f.fix and f.path in mixed else f
+        for f in findings
+    ]
+
+
+def _unguarded(ctx: Context, ref: ClassRef) -> list[tuple[ClassRef, Loader, Lookup]]:
+    """Lookups reachable from `ref.load_weights` that no skip dominates, in it or at every call."""
+    loaders: dict[str, tuple[ClassRef, Loader]] = {}
+    pending = [ENTRY]
+    while pending:
+        name = pending.pop()
+        if name in loaders:
+            continue
+        found = _loader(ctx, ref, name)
+        if found is None:
+            continue
+        loaders[name] = found
+        pending.extend(call.target for call in found[1].calls)
+    covered = {name: name != ENTRY for name in loaders}
+    changed = True
+    while changed:
+        changed = False
+        for caller, (_, loader) in loaders.items():
+            for call in loader.calls:
+                if call.target in covered and covered[call.target] and not call.guarded and not covered[caller]:
+                    covered[call.target] = False
+                    changed = True
+    return [
+        (owner, loader, lookup)
+        for name, (owner, loader) in loaders.items() if not covered[name]
+        for lookup in loader.lookups
+    ]
+
+
+def _loader(ctx: Context, ref: ClassRef, name: str) -> tuple[ClassRef, Loader] | None:
+    """The loader `name` as `ref` resolves it: the first class in the MRO defining the method."""
+    method = name.split(".")[0]
+    for node in ctx.index.mro(ref):
+        if node.defines(method):
+            found = node.cls.loading.loaders.get(name) if node.cls.loading else None
+            return (node, found) if found else None
+    return None
+
+
+def _split_sources(ctx: Context, ref: ClassRef, memo: dict, depth: int) -> list[tuple[ClassRef, Split]]:
+    """Where `ref`'s parameters can go missing: `make_layers` / `PPMissingLayer` in its MRO or
+    in the classes of its submodules (`depth` levels down)."""
+    if ref.key in memo:
+        return memo[ref.key]
+    memo[ref.key] = []
+    found: list[tuple[ClassRef, Split]] = []
+    attrs: set[str] = set()
+    for node in ctx.index.mro(ref):
+        if not depth and not node.may_hold(SPLIT_WORDS):
+            continue  # neither a split nor (at the last level) submodules to read: left unparsed
+        if node.cls.loading:
+            found.extend((node, s) for s in node.cls.loading.splits)
+        attrs.update(node.cls.submodules)
+    if depth > 0:
+        for attr in sorted(attrs):
+            classes = ctx.resolver.object_classes(ref, ("self", attr))
+            for sub in classes if isinstance(classes, list) else ():
+                if sub != ref:
+                    found.extend(_split_sources(ctx, sub, memo, depth - 1))
+    memo[ref.key] = found
+    return found
+
+
+def _finding(ctx: Context, ref: ClassRef, owner: ClassRef, loader: Loader, lookup: Lookup,
+             sources: list[tuple[ClassRef, Split]]) -> Finding:
+    path = owner.module.path
+    where = f"{owner.cls.name}.{loader.name}"
+    holder, split = next(((h, s) for h, s in sources if not _tower(h)), sources[0])
+    what = f"`self.{split.attr}`" if split.attr else "a module"
+    built = f"{what} = {split.kind}(...) in {holder.cls.name} (line {split.line})"
+    towers_only = all(_tower(h) for h, _ in sources)
+    message = (
+        f"`params_dict[{lookup.key}]` in {where} is not preceded by "
+        f"`is_pp_missing_parameter({lookup.key}, self)`: KeyError while loading weights on a PP "
+        f"rank that lacks the layer ({built})"
+    )
+    fix = None
+    if towers_only:
+        message += (
+            "; not auto-fixable: the split modules are an encoder tower, which should not be split "
+            "by make_layers (a skip would drop its layers silently)"
+        )
+    elif not lookup.fixable:
+        message += "; not auto-fixable: the lookup is inside a comprehension or lambda"
+    elif lookup.exit == "return" and loader.name == ENTRY:
+        message += "; not auto-fixable: the lookup is outside any loop of load_weights"
+    elif not ctx.editable(path):
+        message += f"; not auto-fixable: the loader lives in {path}, outside the checked paths"
+    elif isinstance(source := _guard_source(ctx, owner.module, sources), str):
+        edit = MissingGuard(
+            path=Path(path), line=lookup.stmt_line, column=lookup.stmt_column, key=lookup.key, exit=lookup.exit,
+            source=source, package=_package(owner.module),
+        )
+        fix = Fix(
+            applicability=Applicability.SAFE,
+            description=f"skip it first: `if is_pp_missing_parameter({lookup.key}, self): {lookup.exit}`",
+            edits=(edit,),
+        )
+    else:
+        message += f"; not auto-fixable: {source[0]}"
+    evidence = [Evidence(Path(path), lookup.line, ctx.line(path, lookup.line), "lookup")]
+    hp = holder.module.path
+    evidence.append(Evidence(Path(hp), split.line, ctx.line(hp, split.line), "split"))
+    return RULE.finding(
+        path=path, line=lookup.line, column=lookup.column, cls=ref.cls.name, message=message,
+        keys=(f"{loader.name}[{lookup.key}]",), fix=fix, evidence=evidence,
+    )
+
+
+def _tower(ref: ClassRef) -> bool:
+    return bool(TOWER.search(ref.cls.name))
+
+
+def _guard_source(ctx: Context, module: ModuleFacts, sources: list[tuple[ClassRef, Split]]) -> str | tuple[str]:
+    """The module to import the skip from into `module`: the one that defines the splitter the
+    model was built with (a fork's own `make_layers` and `PPMissingLayer` come with their own
+    `is_pp_missing_parameter`; vLLM's would not know their placeholders). Or, as a 1-tuple, why
+    it is not known."""
+    found = {_splitter_guard(ctx, holder.module, split) for holder, split in sources if not _tower(holder)}
+    unknown = sorted(f for f in found if isinstance(f, tuple))
+    if unknown:
+        return unknown[0]
+    if len(found) > 1:
+        return (f"the layers are split by the splitters of {' and '.join(sorted(map(str, found)))}, whose skips differ",)
+    source = str(found.pop())
+    bound = {target for target, _ in module.imports.get(GUARD, ())}
+    if bound and bound != {source} and not (source == UTILS and all(_vllm(b) for b in bound)):
+        return (f"the file's `{GUARD}` comes from {', '.join(sorted(bound))}, not from {source}, "
+                "whose splitter built the layers",)
+    return source
+
+
+def _splitter_guard(ctx: Context, module: ModuleFacts, split: Split) -> str | tuple[str]:
+    """Where the `is_pp_missing_parameter` that matches `split`'s splitter (called in `module`)
+    lives (1-tuple: why not known)."""
+    head, _, rest = split.callee.partition(".")
+    if head and not rest:
+        return _named_guard(ctx, module, split.kind, 0)
+    middle = rest.rpartition(".")[0]  # `a.b.make_layers`: module `b` of what `a` is
+    places = {
+        ".".join(filter(None, (f"{target}.{attr}" if attr else target, middle)))
+        for target, attr in module.imports.get(head, ())
+    }
+    return _one_guard(ctx, module, split.callee or split.kind, places, split.kind, 0)
+
+
+def _named_guard(ctx: Context, module: ModuleFacts, splitter: str, depth: int) -> str | tuple[str]:
+    """The guard for `splitter` as a bare name in `module`: its own, if it defines the splitter,
+    else that of the module it imports the name from."""
+    if _defines(module, splitter):
+        if _has_guard(module):
+            return module.module
+        return (f"{module.module} defines its own `{splitter}` but no `{GUARD}` to skip its placeholders",)
+    targets = {target for target, attr in module.imports.get(splitter, ()) if attr == splitter}
+    return _one_guard(ctx, module, splitter, targets, splitter, depth)
+
+
+def _one_guard(ctx: Context, module: ModuleFacts, called: str, places: set[str], splitter: str,
+            depth: int) -> str | tuple[str]:
+    """The guard for `splitter` when `module` binds the name it calls (`called`) from any of
+    `places` (imported twice, say): known when every place gives the same."""
+    found = {_module_guard(ctx, place, splitter, depth) for place in sorted(places)}
+    if len(found) == 1:
+        return found.pop()
+    return (f"where {module.module}'s `{called}` comes from is not known",)
+
+
+def _module_guard(ctx: Context, target: str, splitter: str, depth: int) -> str | tuple[str]:
+    """The guard for `splitter` taken from module `target`: vLLM's for vLLM's; else `target`'s own
+    when it has one, else that of where `target` takes the splitter from (a re-export)."""
+    if _vllm(target):
+        return UTILS
+    if depth == DEPTH:
+        return (f"`{splitter}` is handed on through more than {DEPTH} modules",)
+    other = ctx.index.module(target)
+    if other is None:
+        return (f"`{splitter}` comes from {target}, which is not in the checked tree or the extra paths: "
+                f"which `{GUARD}` matches it is not known",)
+    if _has_guard(other):
+        return target
+    return _named_guard(ctx, other, splitter, depth + 1)
+
+
+def _has_guard(module: ModuleFacts) -> bool:
+    """Whether `module` binds `is_pp_missing_parameter`: its own, or one it imports."""
+    return GUARD in module.imports or _defines(module, GUARD)
+
+
+def _defines(module: ModuleFacts, name: str) -> bool:
+    """Whether `module` defines `name` at its top level: a class, or a function (found in its text)."""
+    pattern = rb"^(?:async[ \t]+)?def[ \t]+" + re.escape(name.encode()) + rb"\b"
+    return name in module.classes or re.search(pattern, module.source, re.M) is not None
+
+
+def _vllm(module: str) -> bool:
+    return module == "vllm" or module.startswith("vllm.")
+
+
+def _package(module: ModuleFacts) -> str:
+    """The dotted package `module`'s relative imports start from."""
+    return module.module if module.path.endswith("__init__.py") else module.module.rpartition(".")[0]
