@@ -95,6 +95,7 @@ OutputOpt = Annotated[Output, typer.Option("--format", help="Output format (gith
 Statistics = Annotated[bool, typer.Option("--statistics", help="Also show how many findings each rule has.")]
 Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Also show what could not be verified.")]
 Unsafe = Annotated[bool | None, typer.Option("--unsafe-fixes/--no-unsafe-fixes", help="Also apply unsafe fixes.")]
+WarningsAsErrors = Annotated[bool | None, typer.Option("--warnings-as-errors/--no-warnings-as-errors", help="Exit 1 for warnings too (findings the release cannot reach).")]
 Jobs = Annotated[int | None, typer.Option("--jobs", "-j", help="Processes that parse the files and run the rules (default: one per core, at most 8; never more than the cores; 1: this one alone).")]
 Cache = Annotated[bool, typer.Option("--cache/--no-cache", help="Reuse per-file facts cached by content hash.")]
 ConfigFile = Annotated[Path | None, typer.Option("--config", help="Read options from this file (a pyproject.toml, or a TOML file holding the table's keys) instead of searching.")]
@@ -107,7 +108,8 @@ ColorOpt = Annotated[Color, typer.Option("--color", help="Colour text output: au
 StdinFilename = Annotated[Path | None, typer.Option("--stdin-filename", help="With `-`: the path standard input stands for (its repository resolves bases and the registry).")]
 
 
-def _options(paths, select, ignore, exclude, scope, registry, unsafe=None, jobs=None, cache=True, config_file=None, isolated=False, extra_path=None):
+def _options(paths, select, ignore, exclude, scope, registry, unsafe=None, jobs=None, cache=True, config_file=None, isolated=False, extra_path=None,
+             warnings_as_errors=None):
     with _user_errors():
         return cliutil.options(
             paths,
@@ -118,6 +120,7 @@ def _options(paths, select, ignore, exclude, scope, registry, unsafe=None, jobs=
             registry=tuple(registry or ()),
             extra_path=tuple(extra_path or ()),
             unsafe_fixes=unsafe,
+            warnings_as_errors=warnings_as_errors,
             jobs=jobs,
             cache=cache,
             config_file=config_file,
@@ -181,16 +184,18 @@ def check(
     isolated: Isolated = False,
     show_settings: ShowSettings = False,
     exit_zero: ExitZero = False,
+    warnings_as_errors: WarningsAsErrors = None,
     output_file: OutputFile = None,
     quiet: Quiet = False,
     color_mode: ColorOpt = Color.auto,
     stdin_filename: StdinFilename = None,
     add_noqa: Annotated[bool, typer.Option("--add-noqa", help="Write `# contractfix: ignore[CODE]` on the line of every finding left.")] = False,
 ) -> None:
-    """Report contract violations. Exit 0: none, 1: findings, 2: errors."""
+    """Report contract violations. Exit 0: none (or warnings only), 1: findings, 2: errors."""
     paths, stand_in = _paths(paths, stdin_filename)
     options = _options(paths, select, ignore, exclude, pp002_scope, registry, jobs=jobs, cache=cache,
-                       config_file=config_file, isolated=isolated, extra_path=extra_path)
+                       config_file=config_file, isolated=isolated, extra_path=extra_path,
+                       warnings_as_errors=warnings_as_errors)
     _settings(options, show_settings, output_file)
     targets = paths
     if changed or base:
@@ -213,7 +218,7 @@ def check(
         raise typer.Exit(cliutil.EXIT_ERROR if report.errors else cliutil.EXIT_OK)
     out = cliutil.render(report, format.value, verbose, "check", statistics, fixes, quiet)
     _emit(out, output_file, color_mode, format is Output.text)
-    raise typer.Exit(cliutil.exit_code(report, exit_zero=exit_zero))
+    raise typer.Exit(cliutil.exit_code(report, exit_zero=exit_zero, warnings_as_errors=options.warnings_as_errors))
 
 
 @app.command()
@@ -236,6 +241,7 @@ def fix(
     isolated: Isolated = False,
     show_settings: ShowSettings = False,
     exit_zero: ExitZero = False,
+    warnings_as_errors: WarningsAsErrors = None,
     output_file: OutputFile = None,
     quiet: Quiet = False,
     color_mode: ColorOpt = Color.auto,
@@ -245,7 +251,7 @@ def fix(
     input. Exit 0: nothing left, 1: findings left (or, with --diff, fixes pending), 2: errors."""
     paths, stand_in = _paths(paths, stdin_filename)
     options = _options(paths, select, ignore, exclude, pp002_scope, registry, unsafe_fixes, jobs, cache,
-                       config_file, isolated, extra_path)
+                       config_file, isolated, extra_path, warnings_as_errors)
     _settings(options, show_settings, output_file)
     with _stdin(stand_in) as data, progress.shown():
         report = engine.fix(paths, options, write=not diff and stand_in is None)
@@ -260,7 +266,8 @@ def fix(
     else:
         out = cliutil.render(report, format.value, verbose, "fix", statistics, report if diff else None, quiet)
         _emit(out, output_file, color_mode, format is Output.text)
-    raise typer.Exit(cliutil.exit_code(report, remaining=True, exit_zero=exit_zero, diff=diff))
+    raise typer.Exit(cliutil.exit_code(report, remaining=True, exit_zero=exit_zero, diff=diff,
+                                       warnings_as_errors=options.warnings_as_errors))
 
 
 @app.command()

@@ -63,12 +63,13 @@ def _shown(value):
     return str(value) if isinstance(value, Path) else value
 
 
-def exit_code(report: Report, remaining: bool = False, exit_zero: bool = False, diff: bool = False) -> int:
-    """2 on errors; else 1 when findings are left (or, with `diff`, when fixes are pending) unless
-    `exit_zero`; else 0."""
+def exit_code(report: Report, remaining: bool = False, exit_zero: bool = False, diff: bool = False,
+              warnings_as_errors: bool = False) -> int:
+    """2 on errors; else 1 when findings of level "error" are left (warnings too with
+    `warnings_as_errors`; or, with `diff`, when fixes are pending) unless `exit_zero`; else 0."""
     if report.errors:
         return EXIT_ERROR
-    left = report.remaining if remaining else report.findings
+    left = [f for f in (report.remaining if remaining else report.findings) if warnings_as_errors or f.level == "error"]
     return EXIT_FINDINGS if (left or diff and report.changes) and not exit_zero else EXIT_OK
 
 

@@ -61,6 +61,8 @@ class Options:
     installed_vllm: bool = True
     """Also resolve through the vLLM the running Python would import (located, never imported)."""
     unsafe_fixes: bool = False
+    warnings_as_errors: bool = False
+    """Exit 1 for warnings too (findings the release cannot reach)."""
     jobs: int = 0
     cache: bool = True
     sources: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
@@ -153,6 +155,7 @@ KEYS: dict[str, tuple[str, Parser]] = {
     "registry": ("registry", _paths),
     "extra-path": ("extra_path", _paths),
     "unsafe-fixes": ("unsafe_fixes", _bool),
+    "warnings-as-errors": ("warnings_as_errors", _bool),
 }
 """`[tool.contractfix]` key -> (Options field, parser). Adding a key is one line here."""
 

@@ -54,6 +54,12 @@ class Finding:
     no runtime check (the smoke) can show failing."""
 
     @property
+    def level(self) -> str:
+        """"error", or "warning" for a finding the release cannot reach: a warning is reported
+        everywhere but changes the exit code only with `warnings-as-errors`."""
+        return "warning" if self.latent else "error"
+
+    @property
     def sort_key(self) -> tuple:
         return (str(self.path), self.line, self.column, self.rule, self.keys)
 

@@ -52,7 +52,7 @@ def test_check_json_document(in_dir: Path) -> None:
     assert finding["fix"]["applicability"] == "safe"
     assert {e["line"] for e in finding["evidence"]} == {16, 24, 27}
     assert doc["errors"][0]["path"] == "broken.py" and "syntax error" in doc["errors"][0]["message"]
-    assert doc["summary"] == {"files_scanned": 2, "findings": 1, "fixable": 1, "unsafe_fixable": 0}
+    assert doc["summary"] == {"files_scanned": 2, "findings": 1, "warnings": 0, "fixable": 1, "unsafe_fixable": 0}
 
 
 def test_select_and_ignore(in_dir: Path) -> None:
@@ -223,10 +223,10 @@ def test_exit_zero_output_file_and_quiet(in_dir: Path) -> None:
     result = invoke("check", "step3.py", "--exit-zero", "--output-file", "out.txt")
     assert result.exit_code == 0 and result.output == ""
     written = Path("out.txt").read_text()
-    assert "PP001" in written and "1 finding(s)" in written and "\x1b[" not in written
+    assert "PP001" in written and "1 error(s), 0 warning(s)" in written and "\x1b[" not in written
     assert invoke("check", "missing.py", "--exit-zero").exit_code == 2
     quiet = invoke("check", "step3.py", "-q")
-    assert quiet.exit_code == 1 and "PP001" in quiet.output and "finding(s)" not in quiet.output
+    assert quiet.exit_code == 1 and "PP001" in quiet.output and "error(s)" not in quiet.output
     one = invoke("check", "step3.py", "-o", "no/such/dir/out.txt")
     assert one.exit_code == 2 and "no/such/dir/out.txt" in one.output
 

@@ -180,6 +180,7 @@ def test_gitignored_files_are_skipped_in_a_git_repo(in_dir: Path) -> None:
 
 
 def test_keys_table_is_the_single_place_to_add_a_key() -> None:
-    assert set(config.KEYS) == {"select", "ignore", "exclude", "per-file-ignores", "pp002-scope", "registry", "extra-path", "unsafe-fixes"}
+    assert set(config.KEYS) == {"select", "ignore", "exclude", "per-file-ignores", "pp002-scope", "registry", "extra-path", "unsafe-fixes",
+                                "warnings-as-errors"}
     names = {f for f in config.Options.__dataclass_fields__}
     assert all(name in names for name, _ in config.KEYS.values())

@@ -228,11 +228,12 @@ def test_github_annotations_parse_back(tree: Path) -> None:
     code, out = run("check", "--format", "github", "-v", tree.name)
     doc = json.loads(run("check", "--format", "json", "-v", tree.name)[1])
     commands = [parse_command(line) for line in out.splitlines() if line.startswith("::")]
-    errors = [c for c in commands if c[0] == "error"]
+    errors = [c for c in commands if c[0] in ("error", "warning")]
     notices = [c for c in commands if c[0] == "notice"]
     assert code == 1
     assert len(errors) == len(doc["findings"]) and len(notices) == len(doc["notes"])
-    for (_, props, message), finding in zip(errors, doc["findings"], strict=False):
+    for (level, props, message), finding in zip(errors, doc["findings"], strict=False):
+        assert level == finding["level"]
         assert props == {
             "file": finding["path"],
             "line": str(finding["line"]),
@@ -241,7 +242,8 @@ def test_github_annotations_parse_back(tree: Path) -> None:
         }
         assert message.splitlines()[0] == f"{finding['message']} ({finding['class']})"
         assert all(f"{e['path']}:{e['line']}:" in message for e in finding["evidence"])
-    assert out.splitlines()[-1].startswith(f"contractfix: {len(errors)} finding(s)")
+    warnings = sum(1 for f in doc["findings"] if f["level"] == "warning")
+    assert out.splitlines()[-1].startswith(f"contractfix: {len(errors) - warnings} error(s), {warnings} warning(s)")
 
 
 def test_github_escapes_what_workflow_commands_reserve() -> None:

@@ -144,7 +144,7 @@ def test_check_under_a_low_descriptor_limit_gives_its_result(tmp_path, nofile):
     usual = contractfix("check", "--no-cache", ".", cwd=tmp_path)
     assert "Traceback" not in low.stderr
     assert (low.returncode, low.stdout) == (usual.returncode, usual.stdout) == (1, usual.stdout)
-    assert "60 finding(s)" in low.stdout
+    assert "60 error(s), 0 warning(s)" in low.stdout
 
 
 def test_sweep_under_a_low_descriptor_limit_refuses_and_leaves_nothing(repo, tmp_path):

@@ -42,3 +42,9 @@ def relative_text(line: str, cwd: Path | None = None) -> str:
     """A message that names paths, with the current directory's prefix dropped from them."""
     prefix = (cwd or Path.cwd()).resolve().as_posix() + "/"
     return line.replace(prefix, "")
+
+
+def level_counts(findings) -> str:
+    """"E error(s), W warning(s)": how the summaries count findings by level."""
+    warnings = sum(1 for f in findings if f.level == "warning")
+    return f"{len(findings) - warnings} error(s), {warnings} warning(s)"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..findings import FileChange, Finding, Report
 from ..rules import ALL
-from . import fixable_counts, relative, repository_root
+from . import fixable_counts, level_counts, relative, repository_root
 from .sarif import help_uri
 
 SUMMARY_LIMIT = 1000 * 1024  # GitHub refuses a step summary over 1 MiB
@@ -20,7 +20,7 @@ def render(report: Report, verbose: bool = False, mode: str = "check") -> str:
     relative to the repository root, where GitHub looks for them."""
     root = repository_root()
     findings = report.remaining if mode == "fix" else report.findings
-    lines = [_finding("error", f, root) for f in findings]
+    lines = [_finding(f.level, f, root) for f in findings]
     if verbose:
         lines += [_finding("notice", f, root) for f in report.notes]
     lines += [_command("error", e.message, file=relative(e.path, root), title="contractfix") for e in report.errors]
@@ -67,8 +67,8 @@ def _counts(report: Report, mode: str) -> str:
         done = "fixed" if report.written else "to fix"
         preview = "" if report.written else " (preview: nothing written)"
         return f"{len(report.fixed)} {done}, {len(findings)} remaining, {len(report.errors)} error(s){preview}"
-    return (f"{len(findings)} finding(s) in {report.files_scanned} file(s) scanned, "
-            f"{_fixable(findings)}, {len(report.errors)} error(s)")
+    return (f"{level_counts(findings)} in {report.files_scanned} file(s) scanned, "
+            f"{_fixable(findings)}, {len(report.errors)} file error(s)")
 
 
 def _fixable(findings: list[Finding]) -> str:

@@ -16,6 +16,7 @@ def finding(f: Finding) -> dict:
         "line": f.line,
         "column": f.column + 1,
         "class": f.cls,
+        "level": f.level,
         "keys": list(f.keys),
         "message": f.message,
         "fix": {"applicability": f.fix.applicability.value, "description": f.fix.description} if f.fix else None,
@@ -32,6 +33,7 @@ def document(report: Report, verbose: bool = False) -> dict:
         "summary": {
             "files_scanned": report.files_scanned,
             "findings": len(report.findings),
+            "warnings": sum(1 for f in report.findings if f.level == "warning"),
             "fixable": safe,
             "unsafe_fixable": unsafe,
         },

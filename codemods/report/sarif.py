@@ -37,7 +37,7 @@ def document(
         for finding, found in change.replacements.items():
             fixes.setdefault(finding, []).append((change.path, found))
     order = {code: i for i, code in enumerate(ALL)}
-    results = [_result(f, order, "error", fixes.get(f, []), root) for f in report.findings]
+    results = [_result(f, order, f.level, fixes.get(f, []), root) for f in report.findings]
     if verbose:
         results += [_result(f, order, "note", [], root) for f in report.notes]
     run = {

@@ -6,7 +6,7 @@ import difflib
 
 from ..findings import FileChange, Finding, Report
 from ..sourcelines import split_lines
-from . import fixable_counts, relative, relative_text
+from . import fixable_counts, level_counts, relative, relative_text
 
 
 def finding_lines(finding: Finding) -> list[str]:
@@ -43,9 +43,9 @@ def render(report: Report, verbose: bool = False, quiet: bool = False) -> str:
         return "\n".join(lines)
     safe, unsafe = fixable_counts(report.findings)
     lines.append(
-        f"{len(report.findings)} finding(s) in {report.files_scanned} file(s) scanned, "
+        f"{level_counts(report.findings)} in {report.files_scanned} file(s) scanned, "
         f"{safe} fixable" + (f" (+{unsafe} with --unsafe-fixes)" if unsafe else "")
-        + f", {len(report.errors)} error(s)"
+        + f", {len(report.errors)} file error(s)"
         + (f", {len(report.notes)} left unverified (--verbose)" if report.notes and not verbose else "")
     )
     return "\n".join(lines)
