@@ -402,7 +402,7 @@ def analyze(paths: list[Path], options: Options, report: Report) -> Session:
                 registry = None
         extras, context = extra_roots(options.extra_path, roots, sources, options.installed_vllm)
         index = Index(sorted(roots, key=lambda r: len(r.parts), reverse=True) + extras, cache)
-        parsed = {position: result for (position, _, _), result in zip(read, parser.results(), strict=True)}
+        parsed = {position: result for (position, _, _), result in zip(read, parser.results(report.files_scanned), strict=True)}
         targets = []
         for position, path, data in in_order:
             key, result = parsed[position]

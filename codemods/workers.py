@@ -88,17 +88,19 @@ class Parser:
         else:
             self._miss(len(self.found) - 1, job)
 
-    def results(self) -> Iterator[tuple[str, Result]]:
+    def results(self, scanned: int = 0) -> Iterator[tuple[str, Result]]:
         """(cache key, facts or problem) of every source added, in order; the facts of each file
-        parsed are in the cache, stored by the worker that parsed them or, without workers, here."""
+        parsed are in the cache, stored by the worker that parsed them or, without workers, here.
+        The progress counts `scanned` files (at least those added), as the summary does: those
+        that need no parse are done from the start."""
         for position, job in self.cached:
             self.found[position] = self.cache.get(self.keys[position], job[0])
             if self.found[position] is None:
                 self._miss(position, job)
         self._submit(1)
         parsed = self._received() if self.pool is not None else (_job(job) for _, job in self.missing)
-        done = len(self.found) - len(self.missing)
-        for (position, _), result in zip(self.missing, progress.track(parsed, "files analyzed", len(self.found), done),
+        total = max(scanned, len(self.found))
+        for (position, _), result in zip(self.missing, progress.track(parsed, "files scanned", total, total - len(self.missing)),
                                          strict=True):
             self.found[position] = result
             if self.pool is None and not isinstance(result, str):

@@ -23,14 +23,30 @@ def tree(tmp_path: Path) -> Path:
     return copy_example(tmp_path / "repo")
 
 
-def test_a_terminal_shows_files_analyzed_and_fixed(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_terminal_shows_files_scanned_and_fixed(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     screen = Terminal()
     monkeypatch.setattr(sys, "stderr", screen)
     monkeypatch.setenv("TERM", "xterm")
     with progress.shown():
-        report = engine.fix([tree], Options(jobs=1), write=False)
+        report = engine.fix([tree], Options(jobs=1, cache=False), write=False)
     assert report.changes
-    assert "files analyzed" in screen.getvalue() and "files fixed" in screen.getvalue()
+    assert "files scanned" in screen.getvalue() and "files fixed" in screen.getvalue()
+
+
+def test_the_bar_counts_the_files_the_summary_counts(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The summary's "N file(s) scanned" holds files that need no parse; so does the bar."""
+    (tree / "README.txt").write_text("not Python\n")
+    (tree / "notes.py").write_text("x = 1\n")  # read, but no rule's words: never parsed
+    totals = []
+    real_track = progress.track
+
+    def track(items, description, total=None, done=0):
+        totals.append((description, total))
+        return real_track(items, description, total, done)
+
+    monkeypatch.setattr(progress, "track", track)
+    report = engine.check([tree], Options(jobs=1, cache=False))
+    assert ("files scanned", report.files_scanned) in totals
 
 
 @pytest.mark.parametrize("term", ["dumb", "pipe"])
