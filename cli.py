@@ -407,6 +407,7 @@ def smoke(
     json_out: Annotated[Path | None, typer.Option("--json", help="Also write the report as JSON to this file.")] = None,
     allow_skip: Annotated[bool, typer.Option("--allow-skip", help="Exit 0 even if checks were skipped.")] = False,
     setup: Annotated[bool, typer.Option("--setup", help="Create or reuse the managed vLLM environment first.")] = False,
+    remove: Annotated[bool, typer.Option("--remove", help="Delete the managed vLLM environment and the kept vLLM wheel, then exit.")] = False,
     timeout: Annotated[float | None, typer.Option("--timeout", help="Seconds per harness process (default: scaled to the work).")] = None,
     base: Annotated[str, typer.Option("--base", help="Git revision the static tier diffs against.")] = "HEAD",
 ) -> None:
@@ -415,7 +416,7 @@ def smoke(
 
     raise typer.Exit(command.main(
         paths or [], tier=tier, arch=arch, python=python, config=config, json_out=json_out, allow_skip=allow_skip,
-        prepare=setup, timeout=timeout, base=base, echo=_echo, echo_err=lambda text: typer.echo(text, err=True),
+        prepare=setup, remove=remove, timeout=timeout, base=base, echo=_echo, echo_err=lambda text: typer.echo(text, err=True),
     ))
 
 

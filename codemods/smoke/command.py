@@ -6,9 +6,9 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+from . import venv
 from .api import run_smoke
 from .errors import SetupError, UsageError
-from .venv import setup
 
 EXIT_OK, EXIT_SETUP = 0, 2
 
@@ -23,18 +23,31 @@ def main(
     json_out: Path | None = None,
     allow_skip: bool = False,
     prepare: bool = False,
+    remove: bool = False,
     timeout: float | None = None,
     base: str = "HEAD",
     echo: Callable[[str], None] = print,
     echo_err: Callable[[str], None] = print,
 ) -> int:
-    """Run the smoke and print its summary; returns the exit code (0 ok, 1 failed, 2 setup)."""
+    """Run the smoke and print its summary; returns the exit code (0 ok, 1 failed, 2 setup).
+    `remove`: delete the managed environment and wheel instead, and say what went."""
+    if remove:
+        if paths or arch or prepare:
+            echo_err("error: --remove takes no model files, --arch or --setup")
+            return EXIT_SETUP
+        try:
+            removed = venv.remove(echo=echo_err)
+        except (SetupError, OSError) as error:
+            echo_err(f"error: {error}")
+            return EXIT_SETUP
+        echo("\n".join(f"removed {path}" for path in removed) or f"nothing to remove under {venv.cache_dir()}")
+        return EXIT_OK
     if json_out is not None and not json_out.parent.is_dir():
         echo_err(f"error: --json {json_out}: folder {json_out.parent} does not exist")
         return EXIT_SETUP
     try:
         if prepare:
-            result = setup(echo=echo_err)
+            result = venv.setup(echo=echo_err)
             state = "reused" if result.cached else "created"
             echo_err(f"smoke environment {state}: {result.env.root} ({_versions(result.versions)}, "
                      f"{result.duration_s:.1f}s); vLLM wheel: {result.wheel}")

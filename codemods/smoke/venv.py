@@ -20,7 +20,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -179,6 +179,49 @@ assert type(current_platform).__name__ == "CpuPlatform", current_platform
 print(json.dumps({"vllm": vllm.__version__, "torch": torch.__version__,
                   "transformers": transformers.__version__}))
 """
+
+
+def remove(echo: Callable[[str], None] = print) -> list[Path]:
+    """Remove every managed environment and kept vLLM wheel under `cache_dir()`, with their locks
+    and set-up logs; return what was removed. Only what `setup` makes goes: anything else there is
+    left alone, and said so."""
+    removed: list[Path] = []
+    envs = cache_dir() / "envs"
+    for root in sorted(p for p in envs.glob("*") if not p.name.endswith((".lock", "." + SETUP_LOG))):
+        lock = root.with_name(root.name + ".lock")
+        had_lock = lock.exists()
+        with _locked(lock):
+            try:
+                ours = _remove_env(root)
+            except SetupError:
+                echo(f"left {root} alone: not an environment contractfix made")
+                ours = False
+            if ours:
+                removed.append(root)
+                removed += _unlink(root.with_name(root.name + "." + SETUP_LOG))
+        if ours:
+            removed += _unlink(lock)
+        elif not had_lock:
+            _unlink(lock)  # made just now, by `_locked`
+    for wheel in sorted((cache_dir() / "whl").glob("*/vllm-*.whl")):
+        with _locked(wheel.parent.with_name(wheel.parent.name + ".lock")):
+            removed += _unlink(wheel)
+        removed += _unlink(wheel.parent.with_name(wheel.parent.name + ".lock"))
+    for folder in (*sorted((cache_dir() / "whl").glob("*")), cache_dir() / "whl", envs):
+        with suppress(OSError):
+            folder.rmdir()  # only once empty: a file of someone else's keeps its folder
+    return removed
+
+
+def _unlink(path: Path) -> list[Path]:
+    """[path] once the regular file (or link: only the name goes) at `path` is unlinked; [] if none."""
+    try:
+        if stat.S_ISDIR(path.lstat().st_mode):
+            return []
+        path.unlink()
+    except FileNotFoundError:
+        return []
+    return [path]
 
 
 def _remove_env(root: Path) -> bool:

@@ -106,6 +106,26 @@ def test_setup_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert f"vLLM wheel: {wheel}" in second.output
 
 
+def test_remove_deletes_what_setup_made_and_nothing_else(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    test_setup_only(tmp_path, monkeypatch)
+    env, cache = venv.managed_env(), tmp_path / "cache"
+    (env.root / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    foreign = cache / "envs" / "thesis"
+    foreign.mkdir()
+    (foreign / "chapter1.tex").write_text("years of work\n")
+    (cache / "whl" / "notes.txt").write_text("mine\n")
+    result = runner.invoke(app, ["smoke", "--remove"])
+    assert result.exit_code == 0, result.output
+    assert f"removed {env.root}" in result.output and f"left {foreign} alone" in result.output
+    assert not env.root.exists() and not list((cache / "whl").glob("*/*.whl"))
+    assert sorted(str(p.relative_to(cache)) for p in cache.rglob("*")) == [
+        "envs", "envs/thesis", "envs/thesis/chapter1.tex", "whl", "whl/notes.txt",
+    ]
+    again = runner.invoke(app, ["smoke", "--remove"])
+    assert again.exit_code == 0 and f"left {foreign} alone" in again.output and "removed" not in again.output
+    assert runner.invoke(app, ["smoke", "--remove", "--setup"]).exit_code == 2
+
+
 def test_config_must_name_its_architectures(tmp_path: Path) -> None:
     (tmp_path / "config.json").write_text('{"hidden_size": 64}')
     result = runner.invoke(app, ["smoke", "--tier", "static", "--config", str(tmp_path), __file__])
