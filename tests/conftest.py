@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+MEASUREMENTS: list[str] = []
+"""Figures tests measure (restored fractions, say), printed after the results: not failures."""
 
 
 def _import_checkout_as_contractfix() -> None:
@@ -27,6 +29,13 @@ def _import_checkout_as_contractfix() -> None:
 
 _import_checkout_as_contractfix()
 pytest_plugins = ["tests.gitfixtures"]
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    if MEASUREMENTS:
+        terminalreporter.section("measurements (figures, not failures)")
+        for line in MEASUREMENTS:
+            terminalreporter.write_line(line)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

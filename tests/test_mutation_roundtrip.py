@@ -26,6 +26,7 @@ from contractfix import engine
 from contractfix.config import Options
 from contractfix.registry import REGISTRY, load_registry
 from contractfix.smoke.venv import cache_dir
+from tests.conftest import MEASUREMENTS
 from tests.mutations import KINDS, declares_pp, is_delegation, mutants
 
 pytestmark = pytest.mark.vllm_src
@@ -144,7 +145,7 @@ def _delegations(source: bytes) -> tuple[str, set[str], list[int]]:
 
 
 @pytest.mark.parametrize("kind", list(KINDS))
-def test_fix_of_mutant_equals_fix_of_original(kind: str, vllm_tree, capsys) -> None:
+def test_fix_of_mutant_equals_fix_of_original(kind: str, vllm_tree) -> None:
     root, origin = vllm_tree
     tables = _tables(root)
     options = Options(unsafe_fixes=kind not in STRICT)
@@ -171,17 +172,17 @@ def test_fix_of_mutant_equals_fix_of_original(kind: str, vllm_tree, capsys) -> N
         if after != baseline[path] or errors:
             site = f"{path.relative_to(root)}:{mutant.line}"
             failures.append(f"{site}: {_why_not(after, baseline[path], errors, findings)}")
-    report(capsys, kind, origin, len(cases), len(sample), failures)
+    report(kind, origin, len(cases), len(sample), failures)
     if kind in STRICT:
         assert not failures, f"{kind}: not restored:\n" + "\n".join(failures)
 
 
-def report(capsys, kind: str, origin: str, sites: int, tried: int, failures: list[str]) -> None:
-    """Print the restored fraction and, per cause, the mutants not restored (shown even without -s)."""
+def report(kind: str, origin: str, sites: int, tried: int, failures: list[str]) -> None:
+    """Record the restored fraction and, per cause, the mutants not restored, for the run's
+    "measurements" section (shown even without -s, apart from the test results)."""
     restored = tried - len(failures)
     lines = [f"mutation round-trip {kind} on {origin}: {restored}/{tried} restored ({restored / tried:.0%}), {sites} sites"]
     causes = Counter(_cause(f.partition(": ")[2]) for f in failures)
     lines += [f"  {count} x {cause}" for cause, count in causes.most_common()]
     lines += [f"  not restored: {f}" for f in failures]
-    with capsys.disabled():
-        print("\n" + "\n".join(lines))
+    MEASUREMENTS.extend(lines)
