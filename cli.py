@@ -326,7 +326,8 @@ def sweep(
             draft=draft,
             labels=tuple(label or ()),
         )
-        sweep_mod.sweep(request, result)
+        with progress.shown():
+            sweep_mod.sweep(request, result)
     except _user_error_types() as error:
         result.status, result.error = "error", str(error)
         if format is not Format.json:

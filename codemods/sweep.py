@@ -109,7 +109,9 @@ class SweepResult:
         lines += [f"{e.path.as_posix()}: error: {e.message}" for e in self.errors]
         if self.plan:
             files = f"{len(self.files)} file(s): {', '.join(self.files)}" if self.files else "no file"
-            lines += [f"dry run, nothing changed; would fix {files}", *(f"  {step}" for step in self.plan)]
+            lines.append(f"dry run, nothing changed; would fix {files}")
+            lines += [f"  {f.path.as_posix()}:{f.line}: {f.rule} {f.name} ({f.cls})" for f in self.fixed]
+            lines += [f"  {step}" for step in self.plan]
             lines.append(f"{len(self.fixed)} to fix, {len(self.unfixed)} left for review, {len(self.errors)} error(s)")
             return "\n".join(lines)
         if self.commit is None:

@@ -67,3 +67,33 @@ def test_track_yields_every_item_with_or_without_a_display(monkeypatch: pytest.M
         assert list(progress.track([1, 2, 3], "items")) == [1, 2, 3]
         with progress.task("a stage") as advance:
             advance()
+
+
+def test_sweep_dry_run_shows_progress_on_a_terminal(tmp_path: Path) -> None:
+    """stderr on a real pseudo-terminal: the sweep's analysis draws its bar there."""
+    import os
+    import pty
+    import subprocess
+
+    from tests.gitrepo import example_repo
+
+    repo = example_repo(tmp_path / "repo")
+    leader, follower = pty.openpty()
+    code = "import sys; from contractfix.cli import run; sys.argv[0] = 'contractfix'; run()"
+    env = {**os.environ, "TERM": "xterm", "GIT_CONFIG_NOSYSTEM": "1", "HOME": str(tmp_path),
+           "CONTRACTFIX_CACHE_DIR": str(tmp_path / "facts")}
+    done = subprocess.run([sys.executable, "-c", code, "sweep", "--dry-run", "."],
+                          cwd=repo.working_tree_dir, stdout=subprocess.PIPE, stderr=follower, env=env, timeout=120)
+    os.close(follower)
+    drawn = b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        drawn += chunk
+    os.close(leader)
+    assert done.returncode == 0, done.stdout
+    assert b"files scanned" in drawn and b"would fix 2 file(s)" in done.stdout

@@ -160,6 +160,8 @@ def test_dry_run_prints_the_plan_and_changes_nothing(repo, remote, fake_gh, tmp_
     out = result.output
     base = repo.head.commit.hexsha
     assert f"dry run, nothing changed; would fix 2 file(s): {GEMMA_LITE}, {STEP_LITE}" in out
+    assert f"\n  {GEMMA_LITE}:24: PP002 intermediate-tensors-default (GemmaLiteModel)\n" in out
+    assert f"\n  {STEP_LITE}:19: PP001 key-not-allocated (StepLiteModel)\n" in out
     assert f"base: {base} (HEAD)" in out
     assert f"branch {DEFAULT_BRANCH}: create it with one commit on the base" in out
     assert f"push: refs/heads/{DEFAULT_BRANCH} to {remote} (absent there), with a lease, no tags" in out
