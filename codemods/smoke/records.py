@@ -28,7 +28,8 @@ class SmokeReport:
 
     @property
     def ok(self) -> bool:
-        """No check failed, at least one ran, and nothing was skipped unless skips are allowed."""
+        """No check failed, at least one ran, and nothing was skipped unless skips are allowed
+        (a check that does not apply, `n/a`, is no skip)."""
         if self.by_status(Status.FAIL) or not self.records:
             return False
         return self.allow_skip or not self.by_status(Status.SKIP)

@@ -81,7 +81,7 @@ def _diff_scope(path: Path, bases: dict[Path, bytes | None], base: str) -> Check
     start = time.monotonic()
     before = bases[path]
     if before is None:
-        return _record(path, "diff-scope", Status.SKIP, start, reason=f"no base version: not tracked by git at {base}")
+        return _record(path, "diff-scope", Status.NA, start, reason=f"not applicable: not tracked by git at {base}, no base to diff")
     after = path.read_bytes()
     if before == after:
         return _record(path, "diff-scope", Status.PASS, start, reason=f"unchanged since {base}")

@@ -27,6 +27,9 @@ def test_verdict_and_exit_code() -> None:
     assert SmokeReport([_rec(Status.PASS), _rec(Status.SKIP)], allow_skip=True).exit_code == 0
     assert SmokeReport([_rec(Status.FAIL), _rec(Status.SKIP)], allow_skip=True).exit_code == 1
     assert not SmokeReport([]).ok, "a smoke that checked nothing does not pass"
+    assert SmokeReport([_rec(Status.PASS), _rec(Status.NA)]).exit_code == 0, "what does not apply is no skip"
+    assert SmokeReport([_rec(Status.NA), _rec(Status.SKIP)]).exit_code == 1
+    assert "smoke OK: 1 pass, 0 fail, 0 skip, 1 n/a" in SmokeReport([_rec(Status.PASS), _rec(Status.NA)]).summary()
 
 
 def test_json_has_one_record_per_check_with_every_field() -> None:
@@ -36,7 +39,7 @@ def test_json_has_one_record_per_check_with_every_field() -> None:
         tiers=["static", "contract"], not_run={"engine": "needs >= 2 CUDA GPUs"}, duration_s=12.345,
     )
     data = json.loads(json.dumps(report.to_json()))
-    assert data["ok"] is False and data["counts"] == {"pass": 0, "fail": 1, "skip": 0}
+    assert data["ok"] is False and data["counts"] == {"pass": 0, "fail": 1, "skip": 0, "n/a": 0}
     assert data["not_run"] == {"engine": "needs >= 2 CUDA GPUs"}
     (record,) = data["records"]
     assert set(record) == FIELDS

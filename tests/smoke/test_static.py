@@ -110,7 +110,7 @@ def test_syntax_errors_and_untracked_files(tree: Path) -> None:
     new.write_text("class Broken(:\n")
     checks = _checks(run_static([new]), new)
     assert checks["compile"].status is Status.FAIL and "SyntaxError" in checks["compile"].error
-    assert checks["diff-scope"].status is Status.SKIP and "not tracked by git" in checks["diff-scope"].reason
+    assert checks["diff-scope"].status is Status.NA and "not tracked by git" in checks["diff-scope"].reason
 
 
 def test_stray_lines_compares_against_the_planned_fix() -> None:

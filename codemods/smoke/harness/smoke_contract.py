@@ -132,10 +132,17 @@ def _build_entry(config_dir: str, device: str, cls, target: dict):
     return full, ""
 
 
+def _cause(error: str) -> str:
+    """An `excerpt` without its places: the step, the exception's type and its message."""
+    return error.split("\n  at ")[0]
+
+
 def _blame(target: dict, config_dir: str, device: str, error: str) -> tuple[str, str]:
-    """A build failure is the change's fault unless the installed module fails the same way."""
+    """A build failure is the change's fault unless vLLM's own module fails the same way: then
+    vLLM cannot build the architecture from its config class at all, and the check does not apply
+    (LlamaBidirectionalModel needs a `pooling` field that no config class has)."""
     if not target["path"]:
-        return "skip", "cannot smoke this architecture here: its tiny model does not build"
+        return "n/a", "not applicable: vLLM cannot build this architecture from its config class"
     from vllm import ModelRegistry
 
     installed = installed_class(target)
@@ -144,7 +151,9 @@ def _blame(target: dict, config_dir: str, device: str, error: str) -> tuple[str,
     ModelRegistry.register_model(target["arch"], installed)
     try:
         smoke_stage.build(config_dir, device, 0, 1)
-    except Exception:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001
+        if _cause(excerpt("build the PP=1 model", exc)) == _cause(error):
+            return "n/a", "not applicable: vLLM's own module does not build this architecture from its config class either"
         return "skip", "cannot smoke this architecture here: the installed module's tiny model fails to build too"
     return "fail", "the changed module's model does not build, the installed module's does"
 
@@ -305,8 +314,8 @@ def _tied_embeddings(config_dir: str, device: str, size: int, emit: Emitter, sou
     step = "build the PP=1 model with tie_word_embeddings=true"
     try:
         if not _shares(smoke_stage.build(tied, device, 0, 1).model):
-            emit("tied-embeddings", "skip", pp=size, duration_s=time.monotonic() - start,
-                 reason="the PP=1 model does not tie its output head to an input embedding")
+            emit("tied-embeddings", "n/a", pp=size, duration_s=time.monotonic() - start,
+                 reason="not applicable: the PP=1 model does not tie its output head to an input embedding")
             return
         step = f"build rank {size - 1} of {size} with tie_word_embeddings=true"
         last = smoke_stage.build(tied, device, size - 1, size).model

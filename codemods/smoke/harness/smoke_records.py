@@ -12,9 +12,14 @@ from enum import Enum
 
 
 class Status(str, Enum):
+    """`skip`: a check that should have run and did not (it fails a run without --allow-skip);
+    `n/a`: one that does not apply (vLLM itself cannot build the architecture from its config
+    class, a file git does not track has no base): it never fails a run."""
+
     PASS = "pass"
     FAIL = "fail"
     SKIP = "skip"
+    NA = "n/a"
 
 
 @dataclass
