@@ -362,13 +362,25 @@ def _user_error_types() -> tuple[type[Exception], ...]:
 
 @app.command()
 def rules(
-    markdown: Annotated[bool, typer.Option("--markdown", help="Print the README's rule section.")] = False,
+    markdown: Annotated[bool, typer.Option("--markdown", help="Print the README's rule table.")] = False,
+    docs: Annotated[Path | None, typer.Option("--docs", help="Write one Markdown page per rule, and their index, into this folder.")] = None,
 ) -> None:
     """List every rule: code, name, fix applicability, summary."""
     from .rules import ALL
-    from .rules.docs import markdown_section, rules_table
+    from .rules.docs import DOCS, markdown_table, pages, rules_table
 
-    _echo(markdown_section(ALL.values()) if markdown else rules_table(ALL.values()))
+    if docs is not None:
+        with _user_errors():
+            if not docs.is_dir():
+                raise ValueError(f"--docs {docs}: not a folder")
+        for name, text in pages(ALL.values()).items():
+            try:
+                (docs / name).write_text(text, "utf-8")
+            except OSError as error:
+                typer.echo(f"error: {docs / name}: cannot write: {error.strerror or error}", err=True)
+                raise typer.Exit(cliutil.EXIT_ERROR) from None
+        return
+    _echo(markdown_table(ALL.values(), DOCS) if markdown else rules_table(ALL.values()))
 
 
 @app.command()

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from contractfix.cli import app
 from contractfix.demo import copy_example
 from contractfix.rules import ALL
-from contractfix.rules.docs import markdown_table
+from contractfix.rules.docs import DOCS, explain_text, markdown_table, pages
 from tests.conftest import ROOT
 
 runner = CliRunner()
@@ -121,10 +121,18 @@ def test_rules_and_explain() -> None:
     assert invoke("explain", "PP999").exit_code == 2
 
 
-def test_readme_rule_section_is_generated_from_metadata() -> None:
-    section = invoke("rules", "--markdown").output
-    assert markdown_table(ALL.values()) in section
-    assert section in (ROOT / "README.md").read_text(), "refresh README: contractfix rules --markdown"
+def test_readme_rule_table_and_rule_pages_are_generated_from_metadata(tmp_path: Path) -> None:
+    table = invoke("rules", "--markdown").output
+    assert table.strip() == markdown_table(ALL.values(), DOCS)
+    assert table in (ROOT / "README.md").read_text(), "refresh README: contractfix rules --markdown"
+    assert invoke("rules", "--docs", str(tmp_path)).exit_code == 0
+    written = {p.name: p.read_text() for p in tmp_path.iterdir()}
+    kept = {p.name: p.read_text() for p in (ROOT / DOCS).iterdir()}
+    assert written == kept, "refresh the rule pages: contractfix rules --docs docs/rules"
+    assert written == pages(ALL.values()) and len(written) == len(ALL) + 1
+    for code, rule in ALL.items():
+        assert rule.rationale in written[f"{code}.md"] and explain_text(rule).splitlines()[2] in written[f"{code}.md"]
+    assert invoke("rules", "--docs", str(tmp_path / "missing")).exit_code == 2
 
 
 @pytest.mark.parametrize("verbose", [False, True])

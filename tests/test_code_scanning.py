@@ -62,20 +62,13 @@ def test_outside_a_repository_the_base_is_the_current_directory(tmp_path: Path, 
     assert doc["runs"][0]["originalUriBaseIds"]["%SRCROOT%"]["uri"] == tmp_path.resolve().as_uri() + "/"
 
 
-def github_anchor(heading: str) -> str:
-    """The id GitHub gives a Markdown heading."""
-    return re.sub(r"[^a-z0-9_ -]", "", heading.strip().lower()).replace(" ", "-")
-
-
-def test_every_rule_links_its_readme_section() -> None:
-    readme = (ROOT / "README.md").read_text("utf-8")
-    anchors = {github_anchor(h) for h in re.findall(r"^#+ (.+)$", readme, re.M)}
-    documentation = re.search(r'^Documentation = "(.+)"$', (ROOT / "pyproject.toml").read_text("utf-8"), re.M)
+def test_every_rule_links_its_page() -> None:
+    homepage = re.search(r'^Homepage = "(.+)"$', (ROOT / "pyproject.toml").read_text("utf-8"), re.M).group(1)
     rules = {r["id"]: r for r in sarif.document(Report())["runs"][0]["tool"]["driver"]["rules"]}
     assert set(rules) == set(ALL)
     for code, rule in rules.items():
-        base, anchor = rule["helpUri"].split("#")
-        assert base == documentation.group(1) and anchor in anchors and anchor.startswith(code.lower())
+        page = rule["helpUri"].removeprefix(f"{homepage}/blob/main/")
+        assert page == f"docs/rules/{code}.md" and (ROOT / page).read_text("utf-8").startswith(f"# {code} ")
 
 
 def test_github_annotations_name_files_from_the_repository_root(repo: Path) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 from pathlib import Path
 from urllib.parse import quote
 
@@ -12,14 +11,14 @@ from .. import __version__
 from ..findings import Finding, Report
 from ..replacements import Replacement
 from ..rules import ALL, Rule
-from ..rules.docs import explain_text
+from ..rules.docs import DOCS, explain_text
 from . import relative, relative_path, repository_root
 
 VERSION = "2.1.0"
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 SRCROOT = "%SRCROOT%"
 # Each rule's helpUri is its section here (pyproject.toml's Documentation URL).
-README = "https://github.com/contractfix/contractfix/blob/main/README.md"
+REPOSITORY = "https://github.com/contractfix/contractfix"
 
 
 def document(
@@ -85,9 +84,8 @@ def _rule(rule: Rule) -> dict:
 
 
 def help_uri(rule: Rule) -> str:
-    """The rule's README section: GitHub's anchor of `### PP001 `name` (fix: safe)`."""
-    heading = f"{rule.code} {rule.name} fix {rule.fix_label}".lower()
-    return f"{README}#{re.sub(r'[^a-z0-9_ -]', '', heading).replace(' ', '-')}"
+    """The rule's page (`rules.docs.DOCS`), on the repository's default branch."""
+    return f"{REPOSITORY}/blob/main/{DOCS}/{rule.code}.md"
 
 
 def _result(f: Finding, order: dict[str, int], level: str, changes: list, root: Path) -> dict:

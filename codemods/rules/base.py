@@ -39,7 +39,7 @@ class ExampleTree:
 
 @dataclass(frozen=True)
 class Rule:
-    """A rule's metadata: the single source for `rules`, `explain`, the README table and PR bodies."""
+    """A rule's metadata: the single source for `rules`, `explain`, the README table, the rule pages and PR bodies."""
 
     code: str
     name: str

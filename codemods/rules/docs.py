@@ -1,4 +1,5 @@
-"""Text built from rule metadata: the `rules` table, `explain` pages, the README rule table."""
+"""Text built from rule metadata: the `rules` table, `explain` pages, the README rule table and
+the rule pages under `DOCS`."""
 
 from __future__ import annotations
 
@@ -6,6 +7,9 @@ import difflib
 from collections.abc import Iterable
 
 from .base import Rule
+
+DOCS = "docs/rules"
+"""The rule pages' folder, from the repository root (`contractfix rules --docs docs/rules`)."""
 
 
 def change(rule: Rule) -> str:
@@ -34,20 +38,33 @@ def explain_text(rule: Rule) -> str:
     )
 
 
-def markdown_table(rules: Iterable[Rule]) -> str:
+def markdown_table(rules: Iterable[Rule], pages: str | None = None) -> str:
+    """The rule table in Markdown; with `pages`, each code links to its page in that folder."""
     lines = ["| code | name | fix | what it catches |", "|---|---|---|---|"]
-    lines += [f"| {r.code} | `{r.name}` | {r.fix_label} | {r.summary} |" for r in rules]
+    code = (lambda r: f"[{r.code}]({pages}/{r.code}.md)") if pages else (lambda r: r.code)
+    lines += [f"| {code(r)} | `{r.name}` | {r.fix_label} | {r.summary} |" for r in rules]
     return "\n".join(lines)
 
 
-def markdown_section(rules: Iterable[Rule]) -> str:
-    """The README's rule section: the table, then each rule's rationale and before/after."""
+def rule_page(rule: Rule) -> str:
+    """A rule's page under `DOCS`: what `explain` prints, in Markdown."""
+    return "\n".join([
+        f"# {rule.code} `{rule.name}` (fix: {rule.fix_label})", "", rule.summary, "", rule.rationale, "",
+        "Before:", "```python", rule.before.rstrip("\n"), "```", "",
+        f"{_after_label(rule)}:", "```diff", change(rule), "```", "",
+    ])
+
+
+def index_page(rules: Iterable[Rule]) -> str:
+    """`DOCS/README.md`: the table, each code linking to its page."""
+    return (
+        "# Rules\n\nEach page is made from the rule's own metadata by `contractfix rules --docs docs/rules`,\n"
+        "as `contractfix explain CODE` prints it; a test checks that they agree.\n\n"
+        + markdown_table(rules, ".") + "\n"
+    )
+
+
+def pages(rules: Iterable[Rule]) -> dict[str, str]:
+    """Every file of `DOCS` by name: one page per rule, and the index."""
     rules = list(rules)
-    parts = [markdown_table(rules), ""]
-    for r in rules:
-        parts += [
-            f"### {r.code} `{r.name}` (fix: {r.fix_label})", "", r.rationale, "",
-            "Before:", "```python", r.before.rstrip("\n"), "```",
-            f"{_after_label(r)}:", "```diff", change(r), "```", "",
-        ]
-    return "\n".join(parts)
+    return {"README.md": index_page(rules), **{f"{r.code}.md": rule_page(r) for r in rules}}

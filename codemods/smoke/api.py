@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .errors import SetupError, UsageError
-from .launch import find_python, probe
+from .launch import find_machine
 from .records import SmokeReport
 from .targets import select_targets
 from .tier_contract import UserConfig, run_contract
@@ -96,8 +96,7 @@ def _machine(requested: Tier | None, python: Path | None) -> Machine:
     """What this machine offers; the static tier alone needs no Python with vLLM (no probe)."""
     if requested is Tier.STATIC:
         return Machine(why_no_python="not needed for the static tier")
-    found, why = find_python(python)
-    return probe(found, why)
+    return find_machine(python)
 
 
 def _user_config(folder: Path) -> UserConfig:

@@ -42,6 +42,18 @@ def find_python(explicit: Path | None = None) -> tuple[Path | None, str]:
     return None, NO_PYTHON
 
 
+def find_machine(explicit: Path | None = None) -> Machine:
+    """`probe` of `find_python`'s choice. This Python can find a `vllm/` folder that is no
+    installed vLLM: the current one, from the root of a vLLM checkout, where `python -c` or
+    `python -m` put it on the path. Its probe (which runs a script, so the folder is not on its
+    path) says so, and the managed environment is taken instead when it is ready."""
+    found, why = find_python(explicit)
+    machine = probe(found, why)
+    if explicit is None and found == Path(sys.executable) and machine.why_no_python and managed_env().ready():
+        machine = probe(managed_env().python)
+    return machine
+
+
 def probe(python: Path | None, why: str = NO_PYTHON) -> Machine:
     """Ask `python` (without importing vLLM) for versions, GPUs and CPU kernels."""
     if python is None:

@@ -12,7 +12,7 @@ from contractfix import engine
 from contractfix.cli import app
 from contractfix.config import Options
 from contractfix.demo import copy_example
-from contractfix.smoke import api, venv
+from contractfix.smoke import launch, venv
 from contractfix.smoke.launch import NO_PYTHON
 
 MODELS = Path("vllm/model_executor/models")
@@ -22,7 +22,7 @@ runner = CliRunner()
 @pytest.fixture
 def no_vllm(monkeypatch: pytest.MonkeyPatch) -> None:
     """This machine has no Python with vLLM, whatever the test runner's Python has."""
-    monkeypatch.setattr(api, "find_python", lambda explicit=None: (None, NO_PYTHON))
+    monkeypatch.setattr(launch, "find_python", lambda explicit=None: (None, NO_PYTHON))
 
 
 @pytest.fixture
