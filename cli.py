@@ -62,9 +62,13 @@ class Format(str, Enum):
 
 class Output(str, Enum):
     text = "text"
+    full = "full"
     json = "json"
     sarif = "sarif"
     github = "github"
+
+
+TEXT = (Output.text, Output.full)
 
 
 class Scope(str, Enum):
@@ -91,9 +95,10 @@ ScopeOpt = Annotated[Scope | None, typer.Option("--pp002-scope", help="entry: re
 Registry = Annotated[list[Path] | None, typer.Option("--registry", help="Path of vLLM's model registry.")]
 ExtraPath = Annotated[list[Path] | None, typer.Option("--extra-path", help="A tree used only to resolve bases, producers and helpers (repeatable).")]
 FormatOpt = Annotated[Format, typer.Option("--format", help="Output format.")]
-OutputOpt = Annotated[Output, typer.Option("--format", help="Output format (github: workflow-command annotations).")]
+OutputOpt = Annotated[Output, typer.Option("--format", help="Output format (text: a line per finding; full: each with its fix and evidence; github: workflow-command annotations).")]
+ShowFixes = Annotated[bool, typer.Option("--show-fixes", help="With text output: each finding's whole message, its fix and its evidence (as --format full).")]
 Statistics = Annotated[bool, typer.Option("--statistics", help="Also show how many findings each rule has.")]
-Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Also show what could not be verified.")]
+Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Also show each finding's fix and evidence, and what could not be verified.")]
 Unsafe = Annotated[bool | None, typer.Option("--unsafe-fixes/--no-unsafe-fixes", help="Also apply unsafe fixes.")]
 WarningsAsErrors = Annotated[bool | None, typer.Option("--warnings-as-errors/--no-warnings-as-errors", help="Exit 1 for warnings too (findings the release cannot reach).")]
 Jobs = Annotated[int | None, typer.Option("--jobs", "-j", help="Processes that parse the files and run the rules (default: one per core, at most 8; never more than the cores; 1: this one alone).")]
@@ -174,6 +179,7 @@ def check(
     registry: Registry = None,
     extra_path: ExtraPath = None,
     format: OutputOpt = Output.text,
+    show_fixes: ShowFixes = False,
     statistics: Statistics = False,
     verbose: Verbose = False,
     jobs: Jobs = None,
@@ -193,6 +199,7 @@ def check(
 ) -> None:
     """Report contract violations. Exit 0: none (or warnings only), 1: findings, 2: errors."""
     paths, stand_in = _paths(paths, stdin_filename)
+    format = Output.full if show_fixes and format is Output.text else format
     options = _options(paths, select, ignore, exclude, pp002_scope, registry, jobs=jobs, cache=cache,
                        config_file=config_file, isolated=isolated, extra_path=extra_path,
                        warnings_as_errors=warnings_as_errors)
@@ -217,7 +224,7 @@ def check(
         _emit("\n".join(f"{e.path}: error: {e.message}" for e in errors), output_file, color_mode) if errors else None
         raise typer.Exit(cliutil.EXIT_ERROR if report.errors else cliutil.EXIT_OK)
     out = cliutil.render(report, format.value, verbose, "check", statistics, fixes, quiet)
-    _emit(out, output_file, color_mode, format is Output.text)
+    _emit(out, output_file, color_mode, format in TEXT)
     raise typer.Exit(cliutil.exit_code(report, exit_zero=exit_zero, warnings_as_errors=options.warnings_as_errors))
 
 
@@ -233,6 +240,7 @@ def fix(
     registry: Registry = None,
     extra_path: ExtraPath = None,
     format: OutputOpt = Output.text,
+    show_fixes: ShowFixes = False,
     statistics: Statistics = False,
     verbose: Verbose = False,
     jobs: Jobs = None,
@@ -250,6 +258,7 @@ def fix(
     """Apply fixes in place (safe ones; unsafe too with --unsafe-fixes); `-` prints the fixed standard
     input. Exit 0: nothing left, 1: findings left (or, with --diff, fixes pending), 2: errors."""
     paths, stand_in = _paths(paths, stdin_filename)
+    format = Output.full if show_fixes and format is Output.text else format
     options = _options(paths, select, ignore, exclude, pp002_scope, registry, unsafe_fixes, jobs, cache,
                        config_file, isolated, extra_path, warnings_as_errors)
     _settings(options, show_settings, output_file)
@@ -261,11 +270,11 @@ def fix(
         left = cliutil.render(report, "text", verbose, "fix", quiet=True)
         if left:
             typer.echo(left, err=True)
-    elif diff and format is Output.text:
+    elif diff and format in TEXT:
         _emit(cliutil.text_report.unified_diff(report.changes), output_file, Color.never, styled=False, end="")
     else:
         out = cliutil.render(report, format.value, verbose, "fix", statistics, report if diff else None, quiet)
-        _emit(out, output_file, color_mode, format is Output.text)
+        _emit(out, output_file, color_mode, format in TEXT)
     raise typer.Exit(cliutil.exit_code(report, remaining=True, exit_zero=exit_zero, diff=diff,
                                        warnings_as_errors=options.warnings_as_errors))
 

@@ -85,7 +85,8 @@ def render(
     report: Report, fmt: str, verbose: bool, mode: str, statistics: bool = False, fixes: Report | None = None,
     quiet: bool = False,
 ) -> str:
-    """`report` in format `fmt` ("text", "json", "sarif", "github"); `mode` is "check" or "fix".
+    """`report` in format `fmt` ("text", "full": text with each finding's whole message, fix and
+    evidence, "json", "sarif", "github"); `mode` is "check" or "fix".
     `statistics` adds counts per rule. `fixes` (from `checked`, or a `fix` run that wrote nothing)
     gives SARIF results their fixes; without it, SARIF after a fix lists only what is left.
     `quiet` leaves out the summary of text output."""
@@ -106,9 +107,9 @@ def render(
         out = github_report.render(report, verbose, mode)
         github_report.write_step_summary(report, mode)
     elif mode == "fix":
-        out = text_report.render_fix(report, verbose, quiet)
+        out = text_report.render_fix(report, verbose, quiet, full=fmt == "full")
     else:
-        out = text_report.render(report, verbose, quiet)
+        out = text_report.render(report, verbose, quiet, full=fmt == "full")
     return out + ("\n\n" + stats.table(rows) if rows is not None else "")
 
 

@@ -105,7 +105,7 @@ def test_pyproject_config_and_cli_override(in_dir: Path) -> None:
 def test_pp002_scope_all(in_dir: Path) -> None:
     shutil.copy(ROOT / "tests" / "fixtures" / "PP002" / "not_entries.py", "inner.py")
     assert invoke("check", "inner.py", "--select", "PP002").exit_code == 0
-    result = invoke("check", "inner.py", "--select", "PP002", "--pp002-scope", "all")
+    result = invoke("check", "inner.py", "--select", "PP002", "--pp002-scope", "all", "--show-fixes")
     assert result.exit_code == 1
     assert "InnerModel.forward (model forward (--pp002-scope all))" in result.output
     assert "ModelRunner" not in result.output and "_SupportsPPType" not in result.output
@@ -303,10 +303,10 @@ def test_select_pp100_alone_reports_every_suppression_like_ruff_ruf100(in_dir: P
         "class StepModel(nn.Module):", "class StepModel(nn.Module):  # contractfix: ignore[PP001, PP999]"
     )
     Path("step3.py").write_text(text)
-    default = invoke("check", "step3.py")
+    default = invoke("check", "step3.py", "--show-fixes")
     assert default.exit_code == 1 and "unused suppression of PP999: no such rule" in default.output
     assert "suppression of PP001" not in default.output
-    alone = invoke("check", "step3.py", "--select", "PP100")
+    alone = invoke("check", "step3.py", "--select", "PP100", "--format", "full")
     assert alone.exit_code == 1
     assert "unused suppression of PP001: the rule is not selected" in alone.output
     assert "PP999" in alone.output

@@ -26,8 +26,10 @@ from contractfix.demo import copy_example
 from contractfix.findings import Applicability, Evidence, FileError, Finding, Fix, Report
 from contractfix.replacements import Replacement, replacements
 from contractfix.report import github, sarif, stats
+from contractfix.report import text as text_report
 from contractfix.rules import ALL
 from tests.conftest import ROOT
+from tests.test_bad_input import violating
 
 SARIF_SCHEMA = json.loads((ROOT / "tests" / "schemas" / "sarif-schema-2.1.0.json").read_text("utf-8"))
 JSON_SCHEMA = json.loads((ROOT / "codemods" / "report" / "schema.json").read_text("utf-8"))
@@ -286,7 +288,7 @@ def test_fix_preview_says_nothing_was_written(tree: Path) -> None:
 def test_shell_completion_offers_every_format() -> None:
     env = {**os.environ, "_CONTRACTFIX_COMPLETE": "complete_bash", "COMP_WORDS": "contractfix check --format ", "COMP_CWORD": "3"}
     result = subprocess.run(["contractfix"], env=env, capture_output=True, text=True, check=True)
-    assert result.stdout.split() == ["text", "json", "sarif", "github"]
+    assert result.stdout.split() == ["text", "full", "json", "sarif", "github"]
 
 
 # Statistics
@@ -354,3 +356,38 @@ def _count(findings: list[dict]) -> dict[str, int]:
     for f in findings:
         counts[f["rule"]] = counts.get(f["rule"], 0) + 1
     return counts
+
+
+# The default text line
+
+
+@pytest.mark.parametrize(("message", "expected"), [
+    ('"residual" sent to the next rank but not allocated (KeyError on non-first ranks)', '"residual" sent to the next rank but not allocated'),
+    ("`params_dict[n]` in M.load_weights is not preceded by `is_pp_missing_parameter(n, self)`: KeyError", "`params_dict[n]` in M.load_weights is not preceded by `is_pp_missing_parameter(n, self)`"),
+    ("latent: `idx` counts this rank's layers from 0 (`enumerate` without `start=`)", "`idx` counts this rank's layers from 0"),
+    ('a "key: with (odd)" name; detail', 'a "key: with (odd)" name'),
+    ("no detail at all", "no detail at all"),
+])
+def test_a_headline_is_the_message_up_to_its_detail(message: str, expected: str) -> None:
+    assert text_report.headline(message) == expected
+
+
+def test_the_default_line_is_short_and_marks_safe_fixes(tmp_path: Path) -> None:
+    """`path:line:col: CODE headline (Class) [*]`; --show-fixes and --format full give the rest."""
+    models = tmp_path / "vllm" / "model_executor" / "models"
+    models.mkdir(parents=True)
+    (models / "tiny.py").write_text(violating())
+    short = run("check", "--no-cache", str(tmp_path))[1].splitlines()
+    assert short[0] == (f"{models / 'tiny.py'}:12:13: PP001 \"residual\" sent to the next rank but not allocated by "
+                        "make_empty_intermediate_tensors (TinyModel) [*]")
+    assert len(short) == 2 and short[1].startswith("1 error(s), 0 warning(s) in ")
+    full = run("check", "--no-cache", "--format", "full", str(tmp_path))[1]
+    assert run("check", "--no-cache", "--show-fixes", str(tmp_path))[1] == full
+    assert "(KeyError on non-first ranks) (TinyModel) [safe fix: add \"residual\" to the factory's key list]" in full
+    assert re.search(r"^    \S+tiny\.py:\d+: sent: ", full, re.M), "the evidence comes with the whole form"
+
+
+def test_the_class_is_named_once(tmp_path: Path) -> None:
+    finding = Finding("PP002", "intermediate-tensors-default", tmp_path / "m.py", 3, 4, "Owl",
+                      "`intermediate_tensors` has no `= None` default in Owl.forward (entry forward of registered Owl)")
+    assert text_report.short_line(finding).endswith(": PP002 `intermediate_tensors` has no `= None` default in Owl.forward")

@@ -35,7 +35,9 @@ def test_keys_is_reported_and_fixed_through_the_command_line(in_dir: Path) -> No
     assert check.exit_code == 1
     found = [line for line in check.output.splitlines() if "PP007" in line]
     assert [line.split(" PP007")[0] for line in found] == ["model.py:7:28:", "model.py:8:34:"]
-    assert all("has no `keys`" in line and "[safe fix: go through `.tensors`]" in line for line in found)
+    assert all(line.endswith(" [*]") for line in found), "a safe fix is marked as ruff marks one"
+    full = [line for line in invoke("check", "model.py", "--show-fixes").output.splitlines() if " PP007 " in line]
+    assert all("has no `keys`" in line and "[safe fix: go through `.tensors`]" in line for line in full)
 
     diff = invoke("fix", "model.py", "--diff").output
     assert "+            names = sorted(intermediate_tensors.tensors.keys())\n" in diff

@@ -30,7 +30,7 @@ def _render(tree: Path, options: Options) -> str:
         "",
         "# fix",
         text.unified_diff(fixed.changes).rstrip("\n"),
-        text.render_fix(fixed),
+        text.render_fix(fixed, full=True),
         "",
     ])
 

@@ -1,12 +1,37 @@
-"""Human-readable output: one line per finding with its evidence, diffs, summaries."""
+"""Human-readable output: a line per finding (or, in full, with its fix and evidence), diffs, summaries."""
 
 from __future__ import annotations
 
 import difflib
 
-from ..findings import FileChange, Finding, Report
+from ..findings import Applicability, FileChange, Finding, Report
 from ..sourcelines import split_lines
 from . import fixable_counts, level_counts, relative, relative_text
+
+HEADLINE_ENDS = (": ", "; ", " (")
+"""Where a finding's message leaves its headline for the detail, outside `code` and "keys"."""
+LATENT = "latent: "
+
+
+def headline(message: str) -> str:
+    """The message up to where its detail starts: a warning's `latent: ` is its level's to say."""
+    text = message.removeprefix(LATENT)
+    quoted = ""
+    for i, char in enumerate(text):
+        if char in "`\"":
+            quoted = "" if quoted == char else quoted or char
+        elif not quoted and text.startswith(HEADLINE_ENDS, i):
+            return text[:i]
+    return text
+
+
+def short_line(finding: Finding) -> str:
+    """`path:line:col: CODE headline (Class) [*]`: the class unless the headline names it, `[*]`
+    for a safe fix (as ruff marks one); a warning's headline says it is one."""
+    text = ("warning: " if finding.level == "warning" else "") + headline(finding.message)
+    named = f" ({finding.cls})" if finding.cls and finding.cls not in text else ""
+    mark = " [*]" if finding.fix and finding.fix.applicability is Applicability.SAFE else ""
+    return f"{relative(finding.path)}:{finding.line}:{finding.column + 1}: {finding.rule} {text}{named}{mark}"
 
 
 def finding_lines(finding: Finding) -> list[str]:
@@ -28,11 +53,12 @@ def context_lines(report: Report) -> list[str]:
     ]
 
 
-def render(report: Report, verbose: bool = False, quiet: bool = False) -> str:
-    """Findings, errors and (unless `quiet`) a summary line."""
+def render(report: Report, verbose: bool = False, quiet: bool = False, full: bool = False) -> str:
+    """Findings (one short line each; `full` or `verbose`: the whole message, the fix and the
+    evidence), errors and (unless `quiet`) a summary line."""
     lines: list[str] = []
     for finding in report.findings:
-        lines.extend(finding_lines(finding))
+        lines.extend(finding_lines(finding) if full or verbose else [short_line(finding)])
     if verbose:
         for note in report.notes:
             lines.extend(finding_lines(note))
@@ -51,7 +77,7 @@ def render(report: Report, verbose: bool = False, quiet: bool = False) -> str:
     return "\n".join(lines)
 
 
-def render_fix(report: Report, verbose: bool = False, quiet: bool = False) -> str:
+def render_fix(report: Report, verbose: bool = False, quiet: bool = False, full: bool = False) -> str:
     """What was (or would be) fixed, what is left, errors and a summary; `quiet`: only what is
     left and errors."""
     done = "fixed" if report.written else "would fix"
@@ -61,7 +87,7 @@ def render_fix(report: Report, verbose: bool = False, quiet: bool = False) -> st
         if not quiet:
             lines.append(f"{len(remaining)} finding(s) left:")
         for finding in remaining:
-            lines.extend(finding_lines(finding))
+            lines.extend(finding_lines(finding) if full or verbose else [short_line(finding)])
     if verbose:
         for note in report.notes:
             lines.extend(finding_lines(note))
