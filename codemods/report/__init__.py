@@ -44,7 +44,12 @@ def relative_text(line: str, cwd: Path | None = None) -> str:
     return line.replace(prefix, "")
 
 
+def warning_count(findings) -> int:
+    """Findings of level "warning": every format counts them apart."""
+    return sum(1 for f in findings if f.level == "warning")
+
+
 def level_counts(findings) -> str:
     """"E error(s), W warning(s)": how the summaries count findings by level."""
-    warnings = sum(1 for f in findings if f.level == "warning")
+    warnings = warning_count(findings)
     return f"{len(findings) - warnings} error(s), {warnings} warning(s)"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..findings import Finding, Report
-from . import fixable_counts, relative, relative_text
+from . import fixable_counts, relative, relative_text, warning_count
 
 VERSION = 1
 
@@ -33,7 +33,7 @@ def document(report: Report, verbose: bool = False) -> dict:
         "summary": {
             "files_scanned": report.files_scanned,
             "findings": len(report.findings),
-            "warnings": sum(1 for f in report.findings if f.level == "warning"),
+            "warnings": warning_count(report.findings),
             "fixable": safe,
             "unsafe_fixable": unsafe,
         },
