@@ -13,8 +13,24 @@ One module per kind of fact, each feeding the one above it:
 
 Every file of this package is part of the facts cache's key (`cache.py`), so a new module here
 is covered without being listed.
+
+Importing the package loads none of them: a check whose facts are all cached never parses, and
+`module` and what it imports are about a fifth of the start-up of a one-file check. Its functions
+load `module` on first use.
 """
 
-from .module import analyze_source, complete, fill, pending_text_has
+from __future__ import annotations
 
-__all__ = ["analyze_source", "complete", "fill", "pending_text_has"]
+from typing import Any
+
+__all__ = ["analyze_source", "complete", "fill"]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in __all__:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from . import module
+
+    value = getattr(module, name)
+    globals()[name] = value  # found directly from now on, without this hook
+    return value
