@@ -65,13 +65,15 @@ class Access:
 class AlteredOutput:
     """A forward that changes the inner model's output (`var`, assigned at `inner_line`) at
     `line` without returning it unchanged on non-last ranks first. `var` is empty when the inner
-    call is nested in the returned expression."""
+    call is nested in an expression, or unpacked where it is made (`h, extra = self.model(...)`).
+    `how`: "transformed", "unpacked" or "indexed" (by position, `out[0]`)."""
 
     var: str
     inner_line: int
     line: int
     insert_after: int
     target: tuple[str, ...] = ()
+    how: str = "transformed"
 
 
 @dataclass

@@ -49,7 +49,10 @@ RULE = Rule(
     rationale=(
         "On a non-last rank the inner model returns `IntermediateTensors`, and the runner asserts "
         "that the wrapper hands exactly that back. A wrapper that transforms the output (`.to()`, "
-        "arithmetic, a score head) crashes on non-last ranks. The output is followed through the "
+        "arithmetic, a score head) crashes on non-last ranks, and so does one that unpacks it or "
+        "indexes it by position (`h, extra = self.language_model.model(...)`, `out[0]`): "
+        "`IntermediateTensors.__getitem__` returns None for an integer, so `out[0]` is None and "
+        "unpacking never runs out of items. The output is followed through the "
         "forward's control flow: inline expressions (`return self.model(...) / self.scale_width`, "
         "MiniCPM), `if`/`else` branches, helper methods of the class or its bases that make the "
         "inner call; a transform that only last-rank paths take is fine. The fix returns the inner output "
@@ -79,6 +82,9 @@ def _inner_model(ctx: Context, owner, target: tuple[str, ...], depth: int = 0) -
     )
 
 
+_HOW = {"transformed": "transformed", "unpacked": "unpacked", "indexed": "indexed by position"}
+
+
 def check(ctx: Context) -> list[Finding]:
     findings = []
     seen = set()
@@ -99,13 +105,13 @@ def check(ctx: Context) -> list[Finding]:
             edit = EarlyReturn(path=Path(path), line=altered.insert_after, column=0, cls=owner.cls.name, var=altered.var)
             fix = Fix(
                 applicability=Applicability.UNSAFE,
-                description=f"return `{altered.var}` unchanged on non-last ranks before it is transformed",
+                description=f"return `{altered.var}` unchanged on non-last ranks before it is {_HOW[altered.how]}",
                 edits=(edit,),
             )
         findings.append(RULE.finding(
             path=path, line=altered.line, column=0, cls=owner.cls.name,
-            message="the inner model's output is transformed without returning it unchanged on non-last "
-            "ranks (IntermediateTensors there: the wrapper crashes)"
+            message=f"the inner model's output is {_HOW[altered.how]} without "
+            "returning it unchanged on non-last ranks (IntermediateTensors there: the wrapper crashes)"
             + ("" if fix else f"; not auto-fixable: {_why(altered, ctx.editable(path))}"),
             fix=fix,
             evidence=(
@@ -117,8 +123,10 @@ def check(ctx: Context) -> list[Finding]:
 
 
 def _why(altered, editable: bool) -> str:
+    if not altered.var and altered.how == "unpacked":
+        return "the output is unpacked where the inner call makes it: no name holds it to return first"
     if not altered.var:
-        return "the inner call is nested in the returned expression"
+        return "the inner call is nested in an expression: no name holds its output to return first"
     if not altered.insert_after:
         return "the transformation is inside a block: no single place returns the output first"
     return "the forward is outside the checked paths" if not editable else ""
