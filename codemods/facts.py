@@ -13,6 +13,8 @@ from .vllm_names import PRODUCER
 
 Guard = tuple[tuple[str, bool], ...]
 """Conjunction of configuration conditions: (normalized condition source, polarity)."""
+Needs = tuple[tuple[tuple[str, ...], bool], ...]
+"""Objects (`("self", "model")`) that must, or must not, define `make_empty_intermediate_tensors`."""
 
 
 @dataclass(frozen=True)
@@ -107,7 +109,13 @@ class Producer:
     kind: "factory" (call of `make_empty_intermediate_tensors_factory`), "delegate" (assigned from
     another object's attribute), "method" (a method, closure or bound method; its facts live in
     `ClassFacts.methods` under `method`), "placeholder" (a lambda that cannot take the runner's
-    `(batch_size, dtype, device)`, like `lambda: None`), "unknown" (anything else).
+    `(batch_size, dtype, device)`, like `lambda: None`), "none" (a lambda that returns None, or None
+    itself as an arm), "stub" (`SupportsPP.make_empty_intermediate_tensors`, the interface's own), "unknown" (anything
+    else).
+
+    An arm of a conditional expression (`A.make_... if cond else (lambda: None)`) is a producer of
+    its own, at the arm's place, its guard including the arm's condition; `needs` are the
+    `hasattr(obj, ...)` / `getattr(obj, ..., None) or` tests that take it (`analysis.arms`).
     """
 
     kind: str
@@ -122,6 +130,7 @@ class Producer:
     attr: str = PRODUCER
     scope: str = ""
     """The method whose body assigns it ("__init__", ...); empty for a method or class attribute."""
+    needs: Needs = ()
 
 
 @dataclass(frozen=True)
