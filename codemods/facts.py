@@ -97,6 +97,9 @@ class FunctionFacts:
     returns_inner: bool = False
     """Every return hands back, unchanged, what an inner call given `intermediate_tensors` returned
     (a helper a forward may call in place of the inner model)."""
+    returns_tuple: bool = False
+    """Every return gives a tuple literal (`return hidden_states, aux`), on every rank: a caller may
+    unpack what it returns."""
 
     def param(self, name: str) -> Param | None:
         return next((p for p in self.params if p.name == name), None)

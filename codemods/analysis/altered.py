@@ -258,6 +258,21 @@ class Flow:
         return (self.top[at - 1].end_lineno or 0) if at > 0 else 0
 
 
+def returns_tuple(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether every `return` of `fn` (not of a function nested in it) gives a tuple literal: an
+    inner model that does so on every rank (`return IntermediateTensors(...), None`) may be unpacked."""
+    returns: list[ast.Return] = []
+    pending: list[ast.AST] = list(fn.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        if isinstance(node, ast.Return):
+            returns.append(node)
+        pending.extend(ast.iter_child_nodes(node))
+    return bool(returns) and all(isinstance(r.value, ast.Tuple) for r in returns)
+
+
 def _merge(a: _State | None, b: _State | None) -> _State | None:
     """Paths rejoin: a local holds the inner output if it does on either path."""
     if a is None or b is None:

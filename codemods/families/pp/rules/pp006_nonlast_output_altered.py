@@ -52,7 +52,9 @@ RULE = Rule(
         "arithmetic, a score head) crashes on non-last ranks, and so does one that unpacks it or "
         "indexes it by position (`h, extra = self.language_model.model(...)`, `out[0]`): "
         "`IntermediateTensors.__getitem__` returns None for an integer, so `out[0]` is None and "
-        "unpacking never runs out of items. The output is followed through the "
+        "unpacking never runs out of items (not when the inner model's forward returns a tuple on "
+        "every rank, `return IntermediateTensors(...), None`: that tuple is what is unpacked). The "
+        "output is followed through the "
         "forward's control flow: inline expressions (`return self.model(...) / self.scale_width`, "
         "MiniCPM), `if`/`else` branches, helper methods of the class or its bases that make the "
         "inner call; a transform that only last-rank paths take is fine. The fix returns the inner output "
@@ -85,6 +87,23 @@ def _inner_model(ctx: Context, owner, target: tuple[str, ...], depth: int = 0) -
 _HOW = {"transformed": "transformed", "unpacked": "unpacked", "indexed": "indexed by position"}
 
 
+def _unpackable(ctx: Context, ref, owner, altered) -> bool:
+    """Unpacked or indexed by position, the output of an inner model whose forward returns a tuple
+    on every rank (`return hidden_states, None`, IntermediateTensors or not): what the wrapper
+    takes apart is that tuple."""
+    if altered.how == "transformed":
+        return False
+    target = altered.target
+    if target[:1] == ("super",):
+        found = ctx.index.find_method(ref, target[-1], after=owner)
+    else:
+        classes = ctx.resolver.object_classes(ref, target[:-1] if target[-1] == "forward" else target)
+        if isinstance(classes, str) or not classes:
+            return False
+        found = ctx.index.find_method(classes[0], "forward")
+    return found is not None and found.fn.returns_tuple
+
+
 def check(ctx: Context) -> list[Finding]:
     findings = []
     seen = set()
@@ -95,7 +114,9 @@ def check(ctx: Context) -> list[Finding]:
         if found is None:
             continue
         owner, fn = found.owner, found.fn
-        altered = next((a for a in fn.altered if _inner_model(ctx, owner, a.target)), None)
+        altered = next(
+            (a for a in fn.altered if _inner_model(ctx, owner, a.target) and not _unpackable(ctx, ref, owner, a)), None
+        )
         if altered is None or (owner.key, fn.line) in seen:
             continue
         seen.add((owner.key, fn.line))
