@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from ....analysis.traffic import takes_three
@@ -82,7 +83,9 @@ RULE = Rule(
         "resolved arm by arm: an arm that some configuration takes (an `or` operand after a bound "
         "method never runs; `hasattr`/`getattr` are told by whether the object's class has one) and "
         "that ends at such a placeholder, at the interface's stub `SupportsPP.make_empty_intermediate_tensors` "
-        "or at a class that defines none is reported there, with the condition that takes it. These "
+        "or at a class that defines none is reported there, with the condition that takes it (not "
+        "when that condition tests whether a submodule was built, `self.talker is None`: which "
+        "configurations build none is not told here). These "
         "are reported without a fix, since what they should delegate to is a modelling decision."
     ),
     before=BEFORE,
@@ -125,11 +128,23 @@ def _broken(ctx: Context, ref: ClassRef) -> tuple[ClassRef, Producer, str] | Non
         if not producers:
             continue
         for producer in producers:
-            why = _why_broken(ctx, ref, node, producer) if ctx.resolver.taken(ref, producer) else ""
+            live = ctx.resolver.taken(ref, producer) and not _on_existence(ctx, ref, producer)
+            why = _why_broken(ctx, ref, node, producer) if live else ""
             if why:
                 return node, producer, why
         return None
     return None
+
+
+def _on_existence(ctx: Context, ref: ClassRef, producer: Producer) -> bool:
+    """Whether a condition that takes the producer tests whether an attribute is built
+    (`self.talker is not None`, `not self.thinker` for a submodule): which configurations build none
+    is not told here (each stage may build the one the other arm needs)."""
+    submodules = {f"self.{attr}" for node in ctx.index.mro(ref) for attr in node.cls.submodules}
+    return any(_EXISTENCE.search(cond) or cond in submodules for cond, _ in producer.guard)
+
+
+_EXISTENCE = re.compile(r"\bself(\.\w+)+ is (not )?None\b")
 
 
 def _why_broken(ctx: Context, ref: ClassRef, node: ClassRef, producer: Producer) -> str:
