@@ -166,7 +166,8 @@ class Resolver:
                 result.side.unknown.append(f"{producer.method} builds no IntermediateTensors literal")
             return result
         if producer.kind in ("placeholder", "none", "stub"):
-            return Allocation(Side(unknown=["make_empty_intermediate_tensors is a placeholder"]), site, guards=unguarded)
+            placeholder = ["make_empty_intermediate_tensors is a placeholder"]
+            return Allocation(Side(unknown=placeholder), site, guards=unguarded)
         return Allocation(Side(unknown=["make_empty_intermediate_tensors is assigned an expression not understood"]), site, guards=unguarded)
 
     def delegated(self, ref: ClassRef, node: ClassRef, target: tuple[str, ...], trail: tuple = ()) -> Allocation:

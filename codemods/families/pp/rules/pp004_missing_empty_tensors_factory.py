@@ -156,7 +156,8 @@ def _why_broken(ctx: Context, ref: ClassRef, node: ClassRef, producer: Producer)
     if producer.kind == "none":
         return "gives None, not the buffers the runner asks for"
     if producer.kind == "stub":
-        return f"is the interface's stub `{PP_INTERFACE}.{PRODUCER}`, which gives None up to vLLM 0.27 and is absent later"
+        stub = f"`{PP_INTERFACE}.{PRODUCER}`"
+        return f"is the interface's stub {stub}, which gives None up to vLLM 0.27 and is absent later"
     if producer.kind == "delegate" and producer.target[:1] != ("super",):
         owners = ctx.resolver.object_classes(ref, producer.target)
         if isinstance(owners, list) and owners and ctx.resolver.delegated(ref, node, producer.target).missing:
@@ -173,7 +174,9 @@ def _broken_finding(ctx: Context, ref: ClassRef, owner: ClassRef, producer: Prod
         path=path, line=producer.line, column=producer.column, cls=ref.cls.name,
         message=f"make_empty_intermediate_tensors{_when(producer)} {why} (fails at start-up of rank 1); "
         "not auto-fixable: delegate it to the inner model's or build it with make_empty_intermediate_tensors_factory",
-        evidence=(Evidence(Path(path), producer.line, ctx.line(path, producer.line), _LABEL.get(producer.kind, "placeholder")),),
+        evidence=(
+            Evidence(Path(path), producer.line, ctx.line(path, producer.line), _LABEL.get(producer.kind, "placeholder")),
+        ),
     )
 
 
