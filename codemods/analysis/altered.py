@@ -8,9 +8,8 @@ inline (`return self.model(...) / self.scale`). Unpacking it (`h, extra = self.m
 an integer index with None, so `out[0]` is None and unpacking never runs out of items. A branch
 that only the last rank takes (`if get_pp_group().is_last_rank:`, the code after `if not
 ...is_last_rank: return h`, or after `if isinstance(h, IntermediateTensors): return h`) may
-transform it freely. A use under a
-configuration condition (`if self.flag:`) of an output produced before it cannot be proven to run
-under pipeline parallelism and is left alone.
+transform it freely. A use under a configuration condition (`if self.flag:`) of an output produced
+before it cannot be proven to run under pipeline parallelism and is left alone.
 
 Holding the output unchanged is not altering it: a dict, list or tuple literal that stores it, and
 a returned `*Output(...)` container that carries it as an argument (vllm-omni's runners unwrap

@@ -22,6 +22,8 @@ _Test = tuple[Guard, Needs]
 
 @dataclass(frozen=True)
 class Arm:
+    """One arm: the expression it assigns, under its guard and needs."""
+
     value: ast.expr
     guard: Guard = ()
     needs: Needs = ()
@@ -122,5 +124,5 @@ def _join(a: _Test, b: _Test) -> _Test:
 
 
 def _negate(test: _Test) -> _Test:
-    (guard, needs) = test
+    guard, needs = test
     return tuple((c, not p) for c, p in guard), tuple((o, not p) for o, p in needs)
