@@ -7,6 +7,7 @@ One module per kind of fact, each feeding the one above it:
 - `outline`: where the top-level statements are, found without parsing.
 - `classes`: `ClassFacts` of one class (bases, methods, `__init__` structure).
 - `members`: what methods assign to `self` (producers, submodules).
+- `arms`: the arms of a conditional expression assigned to the producer, each a producer of its own.
 - `traffic`: `FunctionFacts` of one method (keys read, sent, allocated; calls passing tensors on).
 - `altered`: where a forward alters the inner model's output (PP006).
 - `syntax`: the vLLM names looked for, and shared `ast` helpers.
