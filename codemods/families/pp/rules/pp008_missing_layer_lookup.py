@@ -13,6 +13,7 @@ from ....rules.base import Context, Rule
 from ....vllm_names import PP_INTERFACE
 from ..edits import MissingGuard
 from ..facts.loading import SPLITTERS, Loader, Lookup, Split
+from .cachescale import CacheScales
 from .holders import held_by
 
 BEFORE = '''\
@@ -86,7 +87,11 @@ RULE = Rule(
         "check is imported from where the model's splitter comes from: a fork with its own "
         "`make_layers` and `PPMissingLayer` (vllm-mindspore, aphrodite) has its own "
         "`is_pp_missing_parameter`, and vLLM's would not know its placeholders; where that is not "
-        "known, the finding has no fix."
+        "known, the finding has no fix. A lookup in the KV-cache-scale branch is a warning, without "
+        "a fix, where no quantization method the runtime can pick returns a name from "
+        "`get_cache_scale`: the release's methods all return None, or the release has no such method "
+        "(vLLM 0.33.0 maps the scales with `get_cache_scale_mapper`), and the checked package "
+        "registers none that returns one; the message says which."
     ),
     before=BEFORE,
     after=AFTER,
@@ -106,6 +111,7 @@ def check(ctx: Context) -> list[Finding]:
     findings: list[Finding] = []
     seen: set[tuple[str, int, int]] = set()
     splits: dict[tuple[str, str], list[tuple[ClassRef, Split]]] = {}
+    scales = CacheScales(ctx)
     for module, cls in ctx.target_classes():
         if not cls.loading or ENTRY not in cls.loading.loaders:
             continue
@@ -118,7 +124,8 @@ def check(ctx: Context) -> list[Finding]:
             if not sources or not held_by(ctx, ref, DEPTH, PP_INTERFACE):
                 break
             seen.add(where)
-            findings.append(_finding(ctx, ref, owner, loader, lookup, sources))
+            dead = scales.dead(owner.module) if lookup.cache_scale else None
+            findings.append(_finding(ctx, ref, owner, loader, lookup, sources, dead))
     return _one_source_per_file(findings)
 
 
@@ -203,7 +210,8 @@ def _split_sources(ctx: Context, ref: ClassRef, memo: dict, depth: int) -> list[
 
 
 def _finding(ctx: Context, ref: ClassRef, owner: ClassRef, loader: Loader, lookup: Lookup,
-             sources: list[tuple[ClassRef, Split]]) -> Finding:
+             sources: list[tuple[ClassRef, Split]], dead: str | None) -> Finding:
+    """`dead`: why the runtime never enters the lookup's KV-cache-scale branch (a warning)."""
     path = owner.module.path
     where = f"{owner.cls.name}.{loader.name}"
     holder, split = next(((h, s) for h, s in sources if not _tower(h)), sources[0])
@@ -216,7 +224,9 @@ def _finding(ctx: Context, ref: ClassRef, owner: ClassRef, loader: Loader, looku
         f"rank that lacks the layer ({built})"
     )
     fix = None
-    if towers_only:
+    if dead:
+        message = f"latent: {message}; the KV-cache-scale branch is never entered in this release: {dead}"
+    elif towers_only:
         message += (
             "; not auto-fixable: the split modules are an encoder tower, which should not be split "
             "by make_layers (a skip would drop its layers silently)"
@@ -244,7 +254,7 @@ def _finding(ctx: Context, ref: ClassRef, owner: ClassRef, loader: Loader, looku
     evidence.append(Evidence(Path(hp), split.line, ctx.line(hp, split.line), "split"))
     return RULE.finding(
         path=path, line=lookup.line, column=lookup.column, cls=ref.cls.name, message=message,
-        keys=(f"{loader.name}[{lookup.key}]",), fix=fix, evidence=evidence,
+        keys=(f"{loader.name}[{lookup.key}]",), fix=fix, evidence=evidence, latent=dead is not None,
     )
 
 
