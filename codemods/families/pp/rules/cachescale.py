@@ -1,10 +1,10 @@
 """Whether the runtime of a checked package can enter a KV-cache-scale branch (PP008).
 
 `if scale_name := self.quant_config.get_cache_scale(name): param = params_dict[scale_name]` runs
-only when the quantization method the runtime picked maps the checkpoint name to a scale. In
-vLLM up to 0.31.0 `QuantizationConfig.get_cache_scale` returns None and only some methods (fp8,
-quark) return a name; from 0.33.0 the method is gone (`get_cache_scale_mapper` replaced it), so
-the call raises AttributeError for a quantized model before any lookup. A plugin may register
+only when the quantization method the runtime picked maps the checkpoint name to a scale. Up to
+vLLM 0.21.0 `QuantizationConfig.get_cache_scale` returns None and only some methods (fp8, quark)
+return a name; by 0.23.0 the method is gone (`get_cache_scale_mapper` replaced it), so the call
+raises AttributeError for a quantized model before any lookup. A plugin may register
 methods of its own (`@register_quantization_config`) that return names. When neither the
 release's quantization package nor the checked package defines a `get_cache_scale` that can
 return a name, the lookup is dead there.

@@ -90,7 +90,7 @@ RULE = Rule(
         "known, the finding has no fix. A lookup in the KV-cache-scale branch is a warning, without "
         "a fix, where no quantization method the runtime can pick returns a name from "
         "`get_cache_scale`: the release's methods all return None, or the release has no such method "
-        "(vLLM 0.33.0 maps the scales with `get_cache_scale_mapper`), and the checked package "
+        "(by vLLM 0.23.0 `get_cache_scale_mapper` maps the scales), and the checked package "
         "registers none that returns one; the message says which."
     ),
     before=BEFORE,
