@@ -10,10 +10,11 @@ from .early_return import EarlyReturn
 from .insert_delegation import InsertDelegation
 from .missing_guard import MissingGuard
 from .remove_factory_keys import RemoveFactoryKeys
+from .skip_placeholder import SkipPlaceholder
 from .tensors_access import TensorsAccess
 from .tied_embedding import TiedEmbedding, TieOnLastRank
 
 TRANSFORMERS = (
     AddFactoryKeys, AuxOptOut, CloneDictEntry, DefaultNone, EarlyReturn, InsertDelegation, MissingGuard,
-    RemoveFactoryKeys, TensorsAccess, TiedEmbedding, TieOnLastRank,
+    RemoveFactoryKeys, SkipPlaceholder, TensorsAccess, TiedEmbedding, TieOnLastRank,
 )
