@@ -9,7 +9,7 @@ from ...edits import Edit, InsertStatement, LiteralEdit
 
 __all__ = [
     "AddFactoryKeys", "AuxOptOut", "CloneDictEntry", "DefaultNone", "EarlyReturn", "Edit", "InsertDelegation",
-    "InsertStatement", "LiteralEdit", "MissingGuard", "RemoveFactoryKeys", "SkipPlaceholder",
+    "InsertStatement", "KeyGuard", "LiteralEdit", "MissingGuard", "RemoveFactoryKeys", "SkipPlaceholder",
     "TensorsAccess", "TiedEmbedding", "TieOnLastRank",
 ]
 
@@ -111,3 +111,11 @@ class SkipPlaceholder(Edit):
     source: str
     package: str
 
+
+@dataclass(frozen=True)
+class KeyGuard(Edit):
+    """Replace the test of the `if` that starts at `line` and `column` (`<local> is not None`) by
+    `"<key>" in <tensors>.tensors` (PP015)."""
+
+    key: str
+    tensors: str

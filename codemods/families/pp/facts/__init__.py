@@ -7,8 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...base import ClassFact, Need
-from . import auxstates, layerloops, loading, nonevalues, rankuse, ties, unbuilt
+from . import auxstates, keyguards, layerloops, loading, nonevalues, rankuse, ties, unbuilt
 from .auxstates import AuxFacts
+from .keyguards import KeyGuard
 from .layerloops import LoopFacts
 from .loading import LoadingFacts
 from .nonevalues import ValueFacts
@@ -35,6 +36,8 @@ class PPClassFacts:
     """Modules a rank test leaves unbuilt, and the `AutoWeightsLoader` of its loader (PP013)."""
     layer_loops: LoopFacts | None = None
     """Loops over every entry of a layer list that read the entries' attributes (PP014)."""
+    key_guards: tuple[KeyGuard, ...] = ()
+    """Reads of a received key guarded by a local only the first rank sets (PP015)."""
 
 
 CLASS_FACTS: tuple[ClassFact, ...] = (
@@ -45,6 +48,7 @@ CLASS_FACTS: tuple[ClassFact, ...] = (
     ClassFact("ties", ties.wanted, ties.tie_facts),
     ClassFact("unbuilt", unbuilt.wanted, lambda node, lines: unbuilt.unbuilt_facts(node)),
     ClassFact("layer_loops", layerloops.wanted, layerloops.loop_facts),
+    ClassFact("key_guards", keyguards.wanted, keyguards.key_guards),
 )
 
 NEEDS: tuple[Need, ...] = (

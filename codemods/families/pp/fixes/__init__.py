@@ -8,6 +8,7 @@ from .clone_dict_entry import CloneDictEntry
 from .default_none import DefaultNone
 from .early_return import EarlyReturn
 from .insert_delegation import InsertDelegation
+from .key_guard import KeyGuard
 from .missing_guard import MissingGuard
 from .remove_factory_keys import RemoveFactoryKeys
 from .skip_placeholder import SkipPlaceholder
@@ -15,6 +16,6 @@ from .tensors_access import TensorsAccess
 from .tied_embedding import TiedEmbedding, TieOnLastRank
 
 TRANSFORMERS = (
-    AddFactoryKeys, AuxOptOut, CloneDictEntry, DefaultNone, EarlyReturn, InsertDelegation, MissingGuard,
+    AddFactoryKeys, AuxOptOut, CloneDictEntry, DefaultNone, EarlyReturn, InsertDelegation, KeyGuard, MissingGuard,
     RemoveFactoryKeys, SkipPlaceholder, TensorsAccess, TiedEmbedding, TieOnLastRank,
 )
