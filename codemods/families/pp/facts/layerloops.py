@@ -135,8 +135,9 @@ def _unguarded_read(body: list[ast.stmt], var: str) -> ast.Attribute | None:
     `if <test of var>: continue` before it, or an enclosing `if` / conditional whose test is one."""
     for stmt in body:
         if isinstance(stmt, ast.If) and _tests(stmt.test, var):
-            if _exits(stmt.body):
-                return None
+            read = _first_read([stmt.test], var)
+            if read is not None or _exits(stmt.body):
+                return read
             continue
         read = _first_read([stmt], var)
         if read is not None:
@@ -152,9 +153,9 @@ def _first_read(parts: Sequence[ast.AST], var: str) -> ast.Attribute | None:
         if isinstance(part, DEFERRED):
             continue
         if isinstance(part, ast.If):
-            if _tests(part.test, var):
-                continue
-            read = _first_read([part.test], var) or _first_read([*part.body, *part.orelse], var)
+            read = _first_read([part.test], var)
+            if read is None and not _tests(part.test, var):
+                read = _first_read([*part.body, *part.orelse], var)
         elif isinstance(part, ast.IfExp):
             read = None if _tests(part.test, var) else _first_read([part.test, part.body, part.orelse], var)
         elif isinstance(part, ast.BoolOp) and isinstance(part.op, ast.And):
