@@ -12,6 +12,7 @@ class, `hasattr(layer, ...)`). A loop over `self.layers[self.start_layer:self.en
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -19,6 +20,9 @@ from ....walk import dotted_name, walk
 
 WORD = "layers"
 MARKER = ".layers"
+LOOP = re.compile(r"\bin\s+(?:enumerate\(\s*)?self(?:\.\w+)*\.layers\b(?!\s*\[)")
+"""A line that can start a loop over a whole list (`in self.model.layers`, `in enumerate(self.layers`):
+only the methods that hold one are walked."""
 TESTS = frozenset({"isinstance", "hasattr"})
 COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
 DEFERRED = (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef)
@@ -72,16 +76,14 @@ def wanted(text: str) -> bool:
 
 def loop_facts(node: ast.ClassDef, lines: list[str]) -> LoopFacts | None:
     """Facts of `node`; None when no method loops over a whole layer list and reads its entries."""
-    loops: list[LayerLoop] = []
-    calls: list[tuple[str, frozenset[str]]] = []
-    for item in node.body:
-        if not isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            continue
-        nodes = walk(item)
-        calls.append((item.name, frozenset(_self_calls(nodes))))
-        if any(MARKER in line for line in lines[item.lineno - 1 : item.end_lineno]):
-            loops.extend(_loops(item.name, nodes))
-    return LoopFacts(tuple(loops), tuple(calls)) if loops else None
+    methods = [item for item in node.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    loops = [
+        loop for item in methods if any(LOOP.search(line) for line in lines[item.lineno - 1 : item.end_lineno])
+        for loop in _loops(item.name, walk(item))
+    ]
+    if not loops:
+        return None
+    return LoopFacts(tuple(loops), tuple((item.name, frozenset(_self_calls(walk(item)))) for item in methods))
 
 
 def _self_calls(nodes: list[ast.AST]) -> list[str]:

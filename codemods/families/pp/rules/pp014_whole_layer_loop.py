@@ -164,19 +164,21 @@ def _split_holder(ctx: Context, ref: ClassRef, chain: tuple[str, ...]) -> tuple[
     build it (`QwenNextMixtureOfExperts`), in a checked class that inherits the method from it;
     None when no class splits that list."""
     *path, attr = chain
-    for instance in [ref, *_heirs(ctx, ref)]:
-        classes = ctx.resolver.object_classes(instance, ("self", *path))
-        for holder in classes if isinstance(classes, list) else ():
-            for node in ctx.index.mro(holder):
-                splits = node.cls.loading.splits if node.cls.loading else ()
-                line = next((s.line for s in splits if s.attr == attr and s.kind == SPLITTER), 0)
-                if line:
-                    return node, line
+    return _split_in(ctx, ref, tuple(path), attr) or next(
+        (found for s in ctx.subjects if ref in ctx.index.mro(s)[1:] and (found := _split_in(ctx, s, tuple(path), attr))),
+        None,
+    )
+
+
+def _split_in(ctx: Context, instance: ClassRef, path: tuple[str, ...], attr: str) -> tuple[ClassRef, int] | None:
+    classes = ctx.resolver.object_classes(instance, ("self", *path))
+    for holder in classes if isinstance(classes, list) else ():
+        for node in ctx.index.mro(holder):
+            splits = node.cls.loading.splits if node.cls.loading else ()
+            line = next((s.line for s in splits if s.attr == attr and s.kind == SPLITTER), 0)
+            if line:
+                return node, line
     return None
-
-
-def _heirs(ctx: Context, ref: ClassRef) -> list[ClassRef]:
-    return [s for s in ctx.subjects if ref in ctx.index.mro(s)[1:]]
 
 
 def _refused(ctx: Context, method: str) -> bool:
