@@ -31,6 +31,7 @@ def _reads(body: str) -> list[str]:
     "for i, layer in enumerate(self.layers):\n    total += i\n",
     "names = {layer.name: layer for layer in self.layers if isinstance(layer, ToyLayer)}\n",
     "for layer in self.layers.values():\n    layer.mlp.reset()\n",
+    "layers = self.layers\nlayers = layers[self.start_layer:self.end_layer]\nfor layer in layers:\n    layer.mlp.reset()\n",
 ])
 def test_protected_or_not_whole(body: str) -> None:
     assert _reads(body) == []
@@ -42,6 +43,7 @@ def test_protected_or_not_whole(body: str) -> None:
     ("for layer in self.layers:\n    if isinstance(layer, ToyLayer):\n        pass\n    layer.mlp.reset()\n", "layer.mlp"),
     ("for layer in self.layers:\n    if layer.mlp.enabled and hasattr(layer, 'x'):\n        pass\n", "layer.mlp"),
     ("for start, layer in enumerate(self.layers, start=1):\n    layer.self_attn.reset()\n", "layer.self_attn"),
+    ("layers = self.model.layers\nfor layer in layers:\n    layer.mlp.reset()\n", "layer.mlp"),
     ("experts = {layer.mlp.experts for layer in self.language_model.model.layers}\n", "layer.mlp"),
 ])
 def test_unprotected_read(body: str, read: str) -> None:

@@ -20,9 +20,9 @@ from ....walk import dotted_name, walk
 
 WORD = "layers"
 MARKER = ".layers"
-LOOP = re.compile(r"\bin\s+(?:enumerate\(\s*)?self(?:\.\w+)*\.layers\b(?!\s*\[)")
-"""A line that can start a loop over a whole list (`in self.model.layers`, `in enumerate(self.layers`):
-only the methods that hold one are walked."""
+LOOP = re.compile(r"(?:\bin\s+(?:enumerate\(\s*)?|=\s*)self(?:\.\w+)*\.layers\b(?!\s*\[)")
+"""A line that can start a loop over a whole list (`in self.model.layers`, `in enumerate(self.layers`)
+or bind a local to one (`layers = self.model.layers`): only the methods that hold one are walked."""
 TESTS = frozenset({"isinstance", "hasattr"})
 COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
 DEFERRED = (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef)
@@ -95,10 +95,11 @@ def _self_calls(nodes: list[ast.AST]) -> list[str]:
 
 
 def _loops(method: str, nodes: list[ast.AST]) -> list[LayerLoop]:
+    aliases = _aliases(nodes)
     found = []
     for node in nodes:
         if isinstance(node, ast.For):
-            chain, var = _whole_list(node.iter, node.target)
+            chain, var = _whole_list(node.iter, node.target, aliases)
             read = _unguarded_read(node.body, var) if chain else None
             first = node.body[0]
             indented = first.lineno > node.lineno
@@ -106,7 +107,7 @@ def _loops(method: str, nodes: list[ast.AST]) -> list[LayerLoop]:
             kind = "loop"
         elif isinstance(node, COMPREHENSIONS):
             generator = node.generators[0]
-            chain, var = _whole_list(generator.iter, generator.target)
+            chain, var = _whole_list(generator.iter, generator.target, aliases)
             guarded = any(_tests(test, var) for test in generator.ifs)
             parts = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
             read = None if guarded or not chain else _first_read(parts, var)
@@ -120,14 +121,35 @@ def _loops(method: str, nodes: list[ast.AST]) -> list[LayerLoop]:
     return found
 
 
-def _whole_list(iterable: ast.expr, target: ast.expr) -> tuple[tuple[str, ...], str]:
+def _aliases(nodes: list[ast.AST]) -> dict[str, tuple[str, ...]]:
+    """Locals bound once in the method, to a whole layer list (`layers = self.model.layers`)."""
+    bound: dict[str, list[tuple[str, ...]]] = {}
+    for node in nodes:
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.NamedExpr)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            chain = tuple(dotted_name(node.value) or ()) if isinstance(node, ast.Assign) else ()
+            for name in (n.id for t in targets for n in walk(t) if isinstance(n, ast.Name)):
+                bound.setdefault(name, []).append(chain)
+    return {
+        name: chains[0][1:] for name, chains in bound.items()
+        if len(chains) == 1 and len(chains[0]) > 1 and chains[0][0] == "self" and chains[0][-1] == WORD
+    }
+
+
+def _whole_list(iterable: ast.expr, target: ast.expr,
+                aliases: dict[str, tuple[str, ...]]) -> tuple[tuple[str, ...], str]:
     """(`self.<chain>`, the entry's name) when the loop runs over every entry of a layer list:
-    `self.layers`, `self.model.layers`, or `enumerate(...)` of one; else ((), "")."""
+    `self.layers`, `self.model.layers`, a local bound to one, or `enumerate(...)` of one; else
+    ((), "")."""
     if isinstance(iterable, ast.Call) and dotted_name(iterable.func) == ["enumerate"] and iterable.args:
         iterable = iterable.args[0]
         target = target.elts[1] if isinstance(target, ast.Tuple) and len(target.elts) == 2 else target
+    if not isinstance(target, ast.Name):
+        return (), ""
+    if isinstance(iterable, ast.Name):
+        return aliases.get(iterable.id, ()), target.id
     chain = dotted_name(iterable)
-    if not chain or chain[0] != "self" or chain[-1] != WORD or len(chain) < 2 or not isinstance(target, ast.Name):
+    if not chain or chain[0] != "self" or chain[-1] != WORD or len(chain) < 2:
         return (), ""
     return tuple(chain[1:]), target.id
 
