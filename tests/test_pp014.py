@@ -24,7 +24,7 @@ def _reads(body: str) -> list[str]:
     "for layer in self.layers:\n    x = None if isinstance(layer, PPMissingLayer) else layer.mlp\n",
     "for layer in self.layers:\n    if not isinstance(layer, ToyLayer):\n        continue\n    layer.mlp.reset()\n",
     "for layer in self.layers:\n    if hasattr(layer, 'mlp') and layer.mlp.enabled:\n        layer.mlp.reset()\n",
-    "for layer in self.layers:\n    layer.train(False)\n    layer.to('cpu')\n",
+    "for layer in self.layers:\n    layer.train(False)\n    layer.to('cpu')\n    kinds.add(layer.__class__.__name__)\n",
     "for layer in self.layers:\n    hooks.append(lambda: layer.mlp)\n",
     "for layer in self.layers[self.start_layer:self.end_layer]:\n    layer.mlp.reset()\n",
     "for layer in islice(self.layers, self.start_layer, self.end_layer):\n    layer.mlp.reset()\n",

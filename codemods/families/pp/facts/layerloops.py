@@ -37,7 +37,8 @@ MODULE_ATTRS = frozenset({
     "requires_grad_", "set_extra_state", "set_submodule", "share_memory", "state_dict", "to", "to_empty", "train",
     "training", "type", "xpu", "zero_grad",
 })
-"""What a `PPMissingLayer` has as an `nn.Module`: reading one of these on it is no error."""
+"""What a `PPMissingLayer` has as an `nn.Module` (and any object's dunders): reading one of these
+on it is no error."""
 
 
 @dataclass(frozen=True)
@@ -197,7 +198,7 @@ def _first_read(parts: Sequence[ast.AST], var: str) -> ast.Attribute | None:
 def _is_read(node: ast.AST, var: str) -> bool:
     return (
         isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == var
-        and node.attr not in MODULE_ATTRS
+        and node.attr not in MODULE_ATTRS and not node.attr.startswith("__")
     )
 
 
