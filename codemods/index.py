@@ -239,6 +239,21 @@ class Index:
                 found.append(ClassRef(other, other.classes[cls_name]))
             else:
                 found.extend(self.resolve(other, cls_name, depth + 1))
+        if not rest and module.lazy:
+            found.extend(ref for ref in self._lazy(module, head, depth) if ref not in found)
+        return found
+
+    def _lazy(self, module: ModuleFacts, name: str, depth: int) -> list[ClassRef]:
+        """The classes the module's `__getattr__` can return for `name`: on every platform, each
+        is what the name stands for (the import under `TYPE_CHECKING` names one of them, or none)."""
+        found: list[ClassRef] = []
+        for export in module.lazy:
+            attr = export.offers(name)
+            other = self.module(export.module) if attr else None
+            if attr is None or other is None:
+                continue
+            refs = [ClassRef(other, other.classes[attr])] if attr in other.classes else self.resolve(other, attr, depth + 1)
+            found.extend(ref for ref in refs if ref not in found)
         return found
 
     def opaque(self, module: ModuleFacts, base: str, packages: frozenset[str]) -> str | None:
