@@ -10,7 +10,7 @@ from typing import NamedTuple
 from . import analysis
 from .cache import FactsCache
 from .facts import ClassFacts, FunctionFacts, ModuleFacts, Producer
-from .vllm_names import PRODUCER
+from .vllm_names import PP_INTERFACE, PRODUCER
 
 INTERFACE = re.compile(r"^(Supports|Has|Is)[A-Z]|Mixin$|Protocol$")
 """A marker interface's name (`SupportsPP`, `HasInnerState`, a mixin): it holds no contract."""
@@ -131,6 +131,8 @@ class Index:
         self._mro: dict[tuple[str, str], list[ClassRef]] = {}
         self._initialized: dict[tuple[str, str], set] = {}
         self._stored: dict[str, tuple[str, ModuleFacts, int]] = {}
+        self.pp_listed: set[tuple[str, str]] = set()
+        """Keys of the classes a release before `SupportsPP` allows to run with PP>1 (`pplist`)."""
 
     def stored(self, key: str, facts: ModuleFacts) -> None:
         """Note that `facts` are in the cache under `key`, with the classes still pending then."""
@@ -309,8 +311,9 @@ class Index:
         return list(reversed(result))
 
     def base_names(self, ref: ClassRef) -> set[str]:
-        """Simple names of every base in the MRO, resolved or not (for `SupportsPP`, `Protocol`)."""
-        names = set()
+        """Simple names of every base in the MRO, resolved or not (for `SupportsPP`, `Protocol`);
+        a class its release's list allows to run with PP>1 counts as declaring `SupportsPP`."""
+        names = {PP_INTERFACE} if ref.key in self.pp_listed else set()
         for node in self.mro(ref):
             names.add(node.header.name)
             names.update(b.split(".")[-1] for b in node.header.bases)
