@@ -10,7 +10,7 @@ from typing import TypeVar
 from ..facts import ClassFacts, Producer
 from ..families import CLASS_FACTS
 from ..walk import walk
-from .members import MemberWalker
+from .members import MemberWalker, aliased
 from .syntax import ATTR, IT, IT_CLASS, Function, base_name, blocks, dotted, dynamic_builder, name_defaults, named
 from .traffic import FunctionAnalyzer
 
@@ -65,7 +65,7 @@ class ClassAnalyzer:
                 self.facts.producers.append(
                     Producer("unknown", node.lineno, node.col_offset, attr=ATTR)
                 )
-            elif isinstance(target, ast.Name) and (name := named(node.value)):
+            elif isinstance(target, ast.Name) and (name := named(node.value) or _one(aliased(node.value))):
                 self.facts.class_attrs[target.id] = name
 
     def _method(self, fn: Function) -> None:
@@ -90,6 +90,11 @@ class ClassAnalyzer:
         MemberWalker(self.facts, fn).walk(fn.body, ())
         if self.mentions(fn):
             self.facts.methods[fn.name] = FunctionAnalyzer(fn, producer=False).run()
+
+
+def _one(classes: list[str]) -> str:
+    """The class, when exactly one is named (`partial(Cls, ...)`), else ""."""
+    return classes[0] if len(classes) == 1 else ""
 
 
 def _builds(stmt: ast.stmt) -> bool:
