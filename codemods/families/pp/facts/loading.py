@@ -37,22 +37,26 @@ class Lookup:
 
 @dataclass(frozen=True)
 class LoaderCall:
-    """A call of a helper (`self.<method>(...)` or a closure) from a loader; `guarded` when a
-    skip dominates it."""
+    """A call of a helper from a loader: `self.<method>(...)`, a closure, or a method of a
+    submodule (`self.encoder.load_weight(...)`: `via` is ("self", "encoder"), empty for the
+    others); `guarded` when a skip dominates it."""
 
     target: str
     line: int
     guarded: bool
+    via: tuple[str, ...] = ()
 
 
 @dataclass
 class Loader:
-    """A method or a closure (named `outer.inner`) that looks parameters up or calls helpers."""
+    """A method or a closure (named `outer.inner`) that looks parameters up or calls helpers.
+    `returns_value` when a `return` hands back a value (a bare `return` would change it)."""
 
     name: str
     line: int
     lookups: list[Lookup] = field(default_factory=list)
     calls: list[LoaderCall] = field(default_factory=list)
+    returns_value: bool = False
 
 
 @dataclass(frozen=True)
@@ -73,8 +77,9 @@ class LoadingFacts:
     splits: list[Split] = field(default_factory=list)
 
 
-MARKERS = ("named_parameters", "params_dict", *SPLITTERS)
-"""A class whose source holds none of these has no loader or split facts."""
+MARKERS = ("named_parameters", "params_dict", "def load_weights", *SPLITTERS)
+"""A class whose source holds none of these has no loader or split facts (a `load_weights` that
+names no parameter dict may call a submodule's loader)."""
 
 
 def wanted(text: str) -> bool:
@@ -153,6 +158,7 @@ class _Walker:
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 self.dicts.update(t.id for t in targets if isinstance(t, ast.Name))
         self._block(self.fn.body, guarded=False, in_loop=False)
+        self.loader.returns_value = _returns_value(self.fn)
         if self.loader.lookups or self.loader.calls:
             self.facts.loaders[self.name] = self.loader
 
@@ -224,9 +230,9 @@ class _Walker:
                     "continue" if in_loop else "return", fixable,
                 ))
             if isinstance(node, ast.Call):
-                target = self._helper(node.func)
+                target, via = self._helper(node.func)
                 if target:
-                    self.loader.calls.append(LoaderCall(target, node.lineno, safe))
+                    self.loader.calls.append(LoaderCall(target, node.lineno, safe, via))
             stack.extend((child, safe, fixable) for child in children(node) if type(child) not in CHILDLESS)
 
     def _lookup_key(self, node: ast.AST) -> ast.expr | None:
@@ -239,12 +245,15 @@ class _Walker:
             return node.args[0]
         return None
 
-    def _helper(self, func: ast.expr) -> str:
+    def _helper(self, func: ast.expr) -> tuple[str, tuple[str, ...]]:
+        """The helper a call runs, and the submodule it is called on (none for a closure or
+        `self.<method>`); "" when the call runs no helper."""
         if isinstance(func, ast.Name) and func.id in self.closures:
-            return self.closures[func.id]
-        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
-            return func.attr
-        return ""
+            return self.closures[func.id], ()
+        chain = dotted_name(func) if isinstance(func, ast.Attribute) else None
+        if chain and chain[0] == "self":
+            return chain[-1], tuple(chain[:-1]) if len(chain) > 2 else ()
+        return "", ()
 
     def _skips(self, test: ast.expr) -> bool:
         """Whether `test` holds for every name this rank lacks (its branch skips them)."""
@@ -253,8 +262,7 @@ class _Walker:
         if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
             return self._admits(test.operand)
         if isinstance(test, ast.Call):
-            func = test.func
-            return (func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")) == MISSING_CHECK
+            return _called(test.func) == MISSING_CHECK
         return self._membership(test, ast.NotIn)
 
     def _admits(self, test: ast.expr) -> bool:
@@ -270,6 +278,23 @@ class _Walker:
             isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], op)
             and isinstance(test.comparators[0], ast.Name) and test.comparators[0].id in self.dicts
         )
+
+
+def _called(func: ast.expr) -> str:
+    """The name a call calls: `f` of `f(...)` and of `a.b.f(...)`."""
+    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+
+
+def _returns_value(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether a `return` of `fn` itself (not of a nested function) hands back a value."""
+    stack: list[ast.AST] = list(fn.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Return) and node.value is not None:
+            return True
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            stack.extend(child for child in children(node) if type(child) not in CHILDLESS)
+    return False
 
 
 def _exits(body: list[ast.stmt]) -> bool:

@@ -12,8 +12,9 @@ from ....index import ClassRef
 from ....rules.base import Context, Rule
 from ....vllm_names import PP_INTERFACE
 from ..edits import MissingGuard
-from ..facts.loading import SPLITTERS, Loader, Lookup, Split
+from ..facts.loading import SPLITTERS, Lookup, Split
 from .holders import held_by
+from .loaders import ENTRY, Reached, reached, unguarded
 
 BEFORE = '''\
 from vllm.model_executor.models.utils import is_pp_missing_parameter, make_layers
@@ -75,14 +76,18 @@ RULE = Rule(
         "`make_layers` gives each rank only its share of the layers and fills the rest with "
         "`PPMissingLayer` (no parameters); `PPMissingLayer()` also stands for `embed_tokens` off the "
         "first rank and `norm`/`lm_head` off the last. Every rank reads the whole checkpoint, so a "
-        "`params_dict[name]` in `load_weights` (or a helper it calls) that no "
+        "`params_dict[name]` in `load_weights`, or in what it calls (a helper, a closure, any "
+        "method of a submodule: that method looks up the submodule's own parameters), that no "
         "`is_pp_missing_parameter(name, self)` / `name not in params_dict` skip precedes raises "
         "KeyError at start-up on every rank that lacks the layer: the KV-cache-scale branch "
         "(`quant_config.get_cache_scale(name)`) of dozens of loaders up to vLLM 0.21.0, "
-        "GraniteMoeHybrid's `_load` helper (#50961). The fix skips the name right before the "
-        "lookup (`return` in a helper without a loop). When the only split modules are an "
+        "GraniteMoeHybrid's `_load` helper (#50961), the `load_weight` of Voxtral's audio tower, "
+        "whose Whisper encoder `make_layers` splits. The fix skips the name right before the "
+        "lookup (`return` in a helper without a loop, unless the helper returns a value its callers "
+        "use). When the only split modules are an "
         "encoder tower built with `make_layers`, the finding is reported without a fix: the tower "
-        "runs whole on the ranks that need it, and skipping would drop its layers silently. The "
+        "runs whole on the ranks that need it (upstream builds it unsplit, `enable_pp=False`), and "
+        "skipping would drop its layers silently. The "
         "check is imported from where the model's splitter comes from: a fork with its own "
         "`make_layers` and `PPMissingLayer` (vllm-mindspore, aphrodite) has its own "
         "`is_pp_missing_parameter`, and vLLM's would not know its placeholders; where that is not "
@@ -93,7 +98,6 @@ RULE = Rule(
     fix=Applicability.SAFE,
 )
 
-ENTRY = "load_weights"
 TOWER = re.compile(r"Encoder|Vision|Visual|Audio|Tower|ViT|Speech", re.I)
 DEPTH = 3
 SPLIT_WORDS = "|".join(SPLITTERS)
@@ -101,24 +105,31 @@ SPLIT_WORDS = "|".join(SPLITTERS)
 GUARD = "is_pp_missing_parameter"
 UTILS = "vllm.model_executor.models.utils"
 
+Source = tuple[ClassRef, Split]
+
 
 def check(ctx: Context) -> list[Finding]:
     findings: list[Finding] = []
     seen: set[tuple[str, int, int]] = set()
-    splits: dict[tuple[str, str], list[tuple[ClassRef, Split]]] = {}
+    splits: dict[tuple[str, str], list[Source]] = {}
     for module, cls in ctx.target_classes():
         if not cls.loading or ENTRY not in cls.loading.loaders:
             continue
         ref = ClassRef(module, cls)
-        for owner, loader, lookup in _unguarded(ctx, ref):
-            where = (owner.module.path, lookup.line, lookup.column)
+        loaders = reached(ctx, ref)
+        held: bool | None = None
+        for each, lookup in unguarded(ctx, loaders, ref):
+            where = (each.owner.module.path, lookup.line, lookup.column)
             if where in seen:
                 continue
-            sources = _split_sources(ctx, ref, splits, DEPTH)
-            if not sources or not held_by(ctx, ref, DEPTH, PP_INTERFACE):
+            sources = _split_sources(ctx, each.obj, splits, DEPTH)
+            if not sources:
+                continue
+            held = held_by(ctx, ref, DEPTH, PP_INTERFACE) if held is None else held
+            if not held:
                 break
             seen.add(where)
-            findings.append(_finding(ctx, ref, owner, loader, lookup, sources))
+            findings.append(_finding(ctx, ref, each, lookup, sources))
     return _one_source_per_file(findings)
 
 
@@ -139,52 +150,13 @@ def _one_source_per_file(findings: list[Finding]) -> list[Finding]:
     ]
 
 
-def _unguarded(ctx: Context, ref: ClassRef) -> list[tuple[ClassRef, Loader, Lookup]]:
-    """Lookups reachable from `ref.load_weights` that no skip dominates, in it or at every call."""
-    loaders: dict[str, tuple[ClassRef, Loader]] = {}
-    pending = [ENTRY]
-    while pending:
-        name = pending.pop()
-        if name in loaders:
-            continue
-        found = _loader(ctx, ref, name)
-        if found is None:
-            continue
-        loaders[name] = found
-        pending.extend(call.target for call in found[1].calls)
-    covered = {name: name != ENTRY for name in loaders}
-    changed = True
-    while changed:
-        changed = False
-        for caller, (_, loader) in loaders.items():
-            for call in loader.calls:
-                if call.target in covered and covered[call.target] and not call.guarded and not covered[caller]:
-                    covered[call.target] = False
-                    changed = True
-    return [
-        (owner, loader, lookup)
-        for name, (owner, loader) in loaders.items() if not covered[name]
-        for lookup in loader.lookups
-    ]
-
-
-def _loader(ctx: Context, ref: ClassRef, name: str) -> tuple[ClassRef, Loader] | None:
-    """The loader `name` as `ref` resolves it: the first class in the MRO defining the method."""
-    method = name.split(".")[0]
-    for node in ctx.index.mro(ref):
-        if node.defines(method):
-            found = node.cls.loading.loaders.get(name) if node.cls.loading else None
-            return (node, found) if found else None
-    return None
-
-
-def _split_sources(ctx: Context, ref: ClassRef, memo: dict, depth: int) -> list[tuple[ClassRef, Split]]:
+def _split_sources(ctx: Context, ref: ClassRef, memo: dict, depth: int) -> list[Source]:
     """Where `ref`'s parameters can go missing: `make_layers` / `PPMissingLayer` in its MRO or
     in the classes of its submodules (`depth` levels down)."""
     if ref.key in memo:
         return memo[ref.key]
     memo[ref.key] = []
-    found: list[tuple[ClassRef, Split]] = []
+    found: list[Source] = []
     attrs: set[str] = set()
     for node in ctx.index.mro(ref):
         if not depth and not node.may_hold(SPLIT_WORDS):
@@ -202,10 +174,12 @@ def _split_sources(ctx: Context, ref: ClassRef, memo: dict, depth: int) -> list[
     return found
 
 
-def _finding(ctx: Context, ref: ClassRef, owner: ClassRef, loader: Loader, lookup: Lookup,
-             sources: list[tuple[ClassRef, Split]]) -> Finding:
+def _finding(ctx: Context, ref: ClassRef, each: Reached, lookup: Lookup, sources: list[Source]) -> Finding:
+    owner, loader = each.owner, each.loader
     path = owner.module.path
     where = f"{owner.cls.name}.{loader.name}"
+    if each.via:
+        where += f" (which {ref.cls.name}.{ENTRY} calls as `{each.via}`)"
     holder, split = next(((h, s) for h, s in sources if not _tower(h)), sources[0])
     what = f"`self.{split.attr}`" if split.attr else "a module"
     built = f"{what} = {split.kind}(...) in {holder.cls.name} (line {split.line})"
@@ -225,6 +199,8 @@ def _finding(ctx: Context, ref: ClassRef, owner: ClassRef, loader: Loader, looku
         message += "; not auto-fixable: the lookup is inside a comprehension or lambda"
     elif lookup.exit == "return" and loader.name == ENTRY:
         message += "; not auto-fixable: the lookup is outside any loop of load_weights"
+    elif lookup.exit == "return" and loader.returns_value:
+        message += f"; not auto-fixable: a bare `return` would change what {loader.name} returns to its callers"
     elif not ctx.editable(path):
         message += f"; not auto-fixable: the loader lives in {path}, outside the checked paths"
     elif isinstance(source := _guard_source(ctx, owner.module, sources), str):
