@@ -49,13 +49,16 @@ class LoaderCall:
 
 @dataclass
 class Loader:
-    """A method or a closure (named `outer.inner`) that looks parameters up or calls helpers.
+    """A method or a closure (named `outer.inner`) that looks parameters up, calls helpers or
+    skips missing layers. `checks` is the line of its first `is_pp_missing_parameter(...)` call
+    (0: none): its author expects layers of `self` to go missing, wherever they are built.
     `returns_value` when a `return` hands back a value (a bare `return` would change it)."""
 
     name: str
     line: int
     lookups: list[Lookup] = field(default_factory=list)
     calls: list[LoaderCall] = field(default_factory=list)
+    checks: int = 0
     returns_value: bool = False
 
 
@@ -159,7 +162,7 @@ class _Walker:
                 self.dicts.update(t.id for t in targets if isinstance(t, ast.Name))
         self._block(self.fn.body, guarded=False, in_loop=False)
         self.loader.returns_value = _returns_value(self.fn)
-        if self.loader.lookups or self.loader.calls:
+        if self.loader.lookups or self.loader.calls or self.loader.checks:
             self.facts.loaders[self.name] = self.loader
 
     def _block(self, body: list[ast.stmt], guarded: bool, in_loop: bool) -> None:
@@ -233,6 +236,8 @@ class _Walker:
                 target, via = self._helper(node.func)
                 if target:
                     self.loader.calls.append(LoaderCall(target, node.lineno, safe, via))
+                elif _called(node.func) == MISSING_CHECK and not self.loader.checks:
+                    self.loader.checks = node.lineno
             stack.extend((child, safe, fixable) for child in children(node) if type(child) not in CHILDLESS)
 
     def _lookup_key(self, node: ast.AST) -> ast.expr | None:

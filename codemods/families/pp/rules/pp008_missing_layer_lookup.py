@@ -82,7 +82,12 @@ RULE = Rule(
         "KeyError at start-up on every rank that lacks the layer: the KV-cache-scale branch "
         "(`quant_config.get_cache_scale(name)`) of dozens of loaders up to vLLM 0.21.0, "
         "GraniteMoeHybrid's `_load` helper (#50961), the `load_weight` of Voxtral's audio tower, "
-        "whose Whisper encoder `make_layers` splits. The fix skips the name right before the "
+        "whose Whisper encoder `make_layers` splits. A language model built at run time "
+        "(`init_vllm_registered_model(...)` with the architecture the config names, or a helper "
+        "named for a model) hides its `make_layers` from the analysis: its layers count as split "
+        "when the loaders of that instance skip missing layers in another branch "
+        "(`is_pp_missing_parameter(name, self)`), which says its names reach them (a loader that "
+        "never skips may see only a tower's names). The fix skips the name right before the "
         "lookup (`return` in a helper without a loop, unless the helper returns a value its callers "
         "use). When the only split modules are an "
         "encoder tower built with `make_layers`, the finding is reported without a fix: the tower "
@@ -104,6 +109,10 @@ SPLIT_WORDS = "|".join(SPLITTERS)
 """A class whose text has none of these has no split (`loading_facts` looks for nothing else)."""
 GUARD = "is_pp_missing_parameter"
 UTILS = "vllm.model_executor.models.utils"
+RUN_TIME = "a model built at run time"
+"""The kind of a split the index cannot see: a submodule built by name or by a helper."""
+HELPER = re.compile(r"model$", re.I)
+"""A builder whose name says it builds a model (`build_text_model`), when the index cannot tell which."""
 
 Source = tuple[ClassRef, Split]
 
@@ -122,14 +131,15 @@ def check(ctx: Context) -> list[Finding]:
             where = (each.owner.module.path, lookup.line, lookup.column)
             if where in seen:
                 continue
-            sources = _split_sources(ctx, each.obj, splits, DEPTH)
+            skip = next((r for r in loaders.values() if r.obj == each.obj and r.loader.checks), None)
+            sources = [s for s in _split_sources(ctx, each.obj, splits, DEPTH) if skip or s[1].kind != RUN_TIME]
             if not sources:
                 continue
             held = held_by(ctx, ref, DEPTH, PP_INTERFACE) if held is None else held
             if not held:
                 break
             seen.add(where)
-            findings.append(_finding(ctx, ref, each, lookup, sources))
+            findings.append(_finding(ctx, ref, each, lookup, sources, skip))
     return _one_source_per_file(findings)
 
 
@@ -152,29 +162,46 @@ def _one_source_per_file(findings: list[Finding]) -> list[Finding]:
 
 def _split_sources(ctx: Context, ref: ClassRef, memo: dict, depth: int) -> list[Source]:
     """Where `ref`'s parameters can go missing: `make_layers` / `PPMissingLayer` in its MRO or
-    in the classes of its submodules (`depth` levels down)."""
+    in the classes of its submodules (`depth` levels down), and the submodules built at run time
+    (by name, or by a helper), whose class the index cannot tell (`RUN_TIME`, last)."""
     if ref.key in memo:
         return memo[ref.key]
     memo[ref.key] = []
     found: list[Source] = []
-    attrs: set[str] = set()
+    hidden: list[Source] = []
+    attrs: dict[str, ClassRef] = {}
     for node in ctx.index.mro(ref):
         if not depth and not node.may_hold(SPLIT_WORDS):
             continue  # neither a split nor (at the last level) submodules to read: left unparsed
         if node.cls.loading:
             found.extend((node, s) for s in node.cls.loading.splits)
-        attrs.update(node.cls.submodules)
+        for attr in node.cls.submodules:
+            attrs.setdefault(attr, node)
     if depth > 0:
-        for attr in sorted(attrs):
+        for attr, node in sorted(attrs.items()):
             classes = ctx.resolver.object_classes(ref, ("self", attr))
+            if isinstance(classes, str):
+                hidden.extend((node, split) for split in _run_time(node, attr))
             for sub in classes if isinstance(classes, list) else ():
                 if sub != ref:
                     found.extend(_split_sources(ctx, sub, memo, depth - 1))
-    memo[ref.key] = found
+    memo[ref.key] = found = [s for s in found if s[1].kind != RUN_TIME] + hidden + [
+        s for s in found if s[1].kind == RUN_TIME]
     return found
 
 
-def _finding(ctx: Context, ref: ClassRef, each: Reached, lookup: Lookup, sources: list[Source]) -> Finding:
+def _run_time(node: ClassRef, attr: str) -> list[Split]:
+    """`self.<attr>` as `node` builds it at run time, by a function or method named for a model:
+    a registered architecture (`init_vllm_registered_model`), `self._init_model(...)`,
+    `build_text_model(...)`."""
+    return [
+        Split(attr, sub.line, RUN_TIME, sub.ctor) for sub in node.cls.submodules[attr]
+        if HELPER.search(name := sub.ctor.rsplit(".", 1)[-1]) and not name[:1].isupper()
+    ]
+
+
+def _finding(ctx: Context, ref: ClassRef, each: Reached, lookup: Lookup, sources: list[Source],
+             skip: Reached | None) -> Finding:
     owner, loader = each.owner, each.loader
     path = owner.module.path
     where = f"{owner.cls.name}.{loader.name}"
@@ -182,7 +209,12 @@ def _finding(ctx: Context, ref: ClassRef, each: Reached, lookup: Lookup, sources
         where += f" (which {ref.cls.name}.{ENTRY} calls as `{each.via}`)"
     holder, split = next(((h, s) for h, s in sources if not _tower(h)), sources[0])
     what = f"`self.{split.attr}`" if split.attr else "a module"
-    built = f"{what} = {split.kind}(...) in {holder.cls.name} (line {split.line})"
+    if split.kind == RUN_TIME and skip:
+        built = (f"{what} = {split.callee}(...) in {holder.cls.name} (line {split.line}) is {RUN_TIME}, whose "
+                 f"layers the loader expects to go missing: {skip.owner.cls.name}.{skip.loader.name} skips them "
+                 f"with `{GUARD}` (line {skip.loader.checks})")
+    else:
+        built = f"{what} = {split.kind}(...) in {holder.cls.name} (line {split.line})"
     towers_only = all(_tower(h) for h, _ in sources)
     message = (
         f"`params_dict[{lookup.key}]` in {where} is not preceded by "
@@ -218,6 +250,9 @@ def _finding(ctx: Context, ref: ClassRef, each: Reached, lookup: Lookup, sources
     evidence = [Evidence(Path(path), lookup.line, ctx.line(path, lookup.line), "lookup")]
     hp = holder.module.path
     evidence.append(Evidence(Path(hp), split.line, ctx.line(hp, split.line), "split"))
+    if split.kind == RUN_TIME and skip:
+        sp = skip.owner.module.path
+        evidence.append(Evidence(Path(sp), skip.loader.checks, ctx.line(sp, skip.loader.checks), "skip"))
     return RULE.finding(
         path=path, line=lookup.line, column=lookup.column, cls=ref.cls.name, message=message,
         keys=(f"{loader.name}[{lookup.key}]",), fix=fix, evidence=evidence,
@@ -233,7 +268,8 @@ def _guard_source(ctx: Context, module: ModuleFacts, sources: list[tuple[ClassRe
     model was built with (a fork's own `make_layers` and `PPMissingLayer` come with their own
     `is_pp_missing_parameter`; vLLM's would not know their placeholders). Or, as a 1-tuple, why
     it is not known."""
-    found = {_splitter_guard(ctx, holder.module, split) for holder, split in sources if not _tower(holder)}
+    found = {_splitter_guard(ctx, holder.module, split) if split.kind != RUN_TIME else _bound_guard(module)
+             for holder, split in sources if not _tower(holder)}
     unknown = sorted(f for f in found if isinstance(f, tuple))
     if unknown:
         return unknown[0]
@@ -245,6 +281,16 @@ def _guard_source(ctx: Context, module: ModuleFacts, sources: list[tuple[ClassRe
         return (f"the file's `{GUARD}` comes from {', '.join(sorted(bound))}, not from {source}, "
                 "whose splitter built the layers",)
     return source
+
+
+def _bound_guard(module: ModuleFacts) -> str | tuple[str]:
+    """The guard for layers split inside a model built at run time: the `is_pp_missing_parameter`
+    that `module` (where the loader skips such layers) binds."""
+    bound = {target for target, _ in module.imports.get(GUARD, ())} | ({module.module} if _defines(module, GUARD) else set())
+    if len(bound) == 1:
+        return bound.pop()
+    return (f"the layers are split inside {RUN_TIME}, and {module.module} binds "
+            f"{'no' if not bound else 'more than one'} `{GUARD}` to skip them with",)
 
 
 def _splitter_guard(ctx: Context, module: ModuleFacts, split: Split) -> str | tuple[str]:
