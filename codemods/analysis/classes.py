@@ -7,10 +7,11 @@ import ast
 from collections.abc import Iterator
 from typing import TypeVar
 
+from ..aliases import aliased
 from ..facts import ClassFacts, Producer
 from ..families import CLASS_FACTS
 from ..walk import walk
-from .members import MemberWalker, aliased
+from .members import MemberWalker
 from .syntax import ATTR, IT, IT_CLASS, Function, base_name, blocks, dotted, dynamic_builder, name_defaults, named
 from .traffic import FunctionAnalyzer
 

@@ -6,14 +6,13 @@ from __future__ import annotations
 import ast
 from typing import TypedDict
 
+from ..aliases import class_aliases
 from ..facts import ClassFacts, Guard, Needs, Producer, Submodule
 from ..vllm_names import PP_INTERFACE
 from .arms import arms
 from .syntax import ATTR, FACTORY, Function, blocks, condition, const_str, dotted, dynamic_builder, name_defaults
 from .traffic import FunctionAnalyzer, params_of, takes_three
 
-PARTIAL = "partial"
-"""`functools.partial`: `partial(Cls, ...)` builds a `Cls`."""
 Tests = tuple[tuple[ast.expr, bool], ...]
 """The `if` tests a statement is under, each with the branch taken (True: the body): read as a
 `Guard` only for a producer, the one fact that has one."""
@@ -158,38 +157,6 @@ def _gives_none(value: ast.expr) -> bool:
 def _last(locals_: list[Submodule]) -> list[Submodule]:
     """The constructions of a local's last assignment (one per class an alias names)."""
     return [local for local in locals_ if local.line == locals_[-1].line]
-
-
-def class_aliases(fn: Function) -> dict[str, tuple[str, ...]]:
-    """The local names `fn` binds to a class, in any branch: `Cls = WhisperCausalEncoder`, or with
-    arguments bound, `Cls = partial(WhisperEncoder, init_in_fp32=True)`; calling one builds
-    each class it may name."""
-    found: dict[str, list[str]] = {}
-    statements: list[ast.stmt] = fn.body[::-1]  # popped in source order
-    while statements:
-        stmt = statements.pop()
-        if isinstance(stmt, ast.If):
-            statements.extend((stmt.body + stmt.orelse)[::-1])
-        elif isinstance(stmt, (ast.With, ast.For, ast.While, ast.Try)):
-            statements.extend([s for block in blocks(stmt) for s in block][::-1])
-        elif isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
-            classes = aliased(stmt.value)
-            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-            for target in targets if classes else ():
-                if isinstance(target, ast.Name):
-                    found.setdefault(target.id, []).extend(classes)
-    return {name: tuple(dict.fromkeys(classes)) for name, classes in found.items()}
-
-
-def aliased(value: ast.expr) -> list[str]:
-    """The classes an expression names: a capitalized dotted name, `partial(<class>, ...)`, or
-    either branch of a conditional expression."""
-    if isinstance(value, ast.IfExp):
-        return aliased(value.body) + aliased(value.orelse)
-    if isinstance(value, ast.Call) and (dotted(value.func) or ("",))[-1] == PARTIAL and value.args:
-        value = value.args[0]
-    chain = dotted(value) if isinstance(value, (ast.Name, ast.Attribute)) else None
-    return [".".join(chain)] if chain and chain[0] != "self" and chain[-1][:1].isupper() else []
 
 
 def _submodule(attr: str, value: ast.expr, line: int, classes: frozenset[str] = frozenset()) -> Submodule | None:
