@@ -285,8 +285,9 @@ def _guard_source(ctx: Context, module: ModuleFacts, sources: list[tuple[ClassRe
 
 def _bound_guard(module: ModuleFacts) -> str | tuple[str]:
     """The guard for layers split inside a model built at run time: the `is_pp_missing_parameter`
-    that `module` (where the loader skips such layers) binds."""
-    bound = {target for target, _ in module.imports.get(GUARD, ())} | ({module.module} if _defines(module, GUARD) else set())
+    that `module`, the loader's file, binds (the loaders' own skips call it)."""
+    bound = {target for target, _ in module.imports.get(GUARD, ())}
+    bound |= {module.module} if _defines(module, GUARD) else set()
     if len(bound) == 1:
         return bound.pop()
     return (f"the layers are split inside {RUN_TIME}, and {module.module} binds "
