@@ -24,7 +24,8 @@ CATCHES = {"KeyError", "LookupError", "Exception", "BaseException"}
 class Lookup:
     """`params_dict[key]` (or `.pop(key)`) not dominated by a skip. `stmt_*` locate the statement
     that holds it, where a guard goes; `exit` is the statement that skips ("continue" inside a
-    loop, else "return"); `fixable` is False inside a comprehension or lambda."""
+    loop, else "return"); `fixable` is False inside a comprehension or lambda; `given` when the
+    dict is not built here (or in an enclosing function) from `named_parameters`: a caller's."""
 
     key: str
     line: int
@@ -33,6 +34,7 @@ class Lookup:
     stmt_column: int
     exit: str
     fixable: bool = True
+    given: bool = False
 
 
 @dataclass(frozen=True)
@@ -145,11 +147,13 @@ class _Walker:
     """Walks one function's statements, tracking whether a skip dominates the current point."""
 
     def __init__(self, facts: LoadingFacts, name: str, fn: ast.FunctionDef | ast.AsyncFunctionDef,
-                 dicts: set[str], named: bool) -> None:
+                 dicts: set[str], named: bool, built: frozenset[str] = frozenset()) -> None:
         self.facts = facts
         self.name = name
         self.fn = fn
         self.dicts = set(dicts) | {"params_dict"}
+        self.built = set(built)
+        """The dicts this function or an enclosing one builds from `named_parameters`."""
         self.loader = Loader(name, fn.lineno)
         self.closures: dict[str, str] = {}
         self.named = named
@@ -159,7 +163,8 @@ class _Walker:
         for node in walk(self.fn) if self.named else ():
             if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and _is_dict_source(node.value):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                self.dicts.update(t.id for t in targets if isinstance(t, ast.Name))
+                self.built.update(t.id for t in targets if isinstance(t, ast.Name))
+        self.dicts |= self.built
         self._block(self.fn.body, guarded=False, in_loop=False)
         self.loader.returns_value = _returns_value(self.fn)
         if self.loader.lookups or self.loader.calls or self.loader.checks:
@@ -175,7 +180,7 @@ class _Walker:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             inner = f"{self.name}.{stmt.name}"
             self.closures[stmt.name] = inner
-            _Walker(self.facts, inner, stmt, self.dicts, self.named).run()
+            _Walker(self.facts, inner, stmt, self.dicts, self.named, frozenset(self.built)).run()
             return
         if isinstance(stmt, ast.ClassDef):
             return
@@ -226,11 +231,12 @@ class _Walker:
                     earlier = any(self._admits(v) for v in node.values[:index])
                     stack.append((value, safe or earlier, fixable))
                 continue
-            key = self._lookup_key(node)
-            if key is not None and not safe and isinstance(node, ast.expr):
+            found = self._lookup(node)
+            if found is not None and not safe and isinstance(node, ast.expr):
+                key, held = found
                 self.loader.lookups.append(Lookup(
                     unparse(key), node.lineno, node.col_offset, stmt.lineno, stmt.col_offset,
-                    "continue" if in_loop else "return", fixable,
+                    "continue" if in_loop else "return", fixable, held not in self.built,
                 ))
             if isinstance(node, ast.Call):
                 target, via = self._helper(node.func)
@@ -240,14 +246,15 @@ class _Walker:
                     self.loader.checks = node.lineno
             stack.extend((child, safe, fixable) for child in children(node) if type(child) not in CHILDLESS)
 
-    def _lookup_key(self, node: ast.AST) -> ast.expr | None:
+    def _lookup(self, node: ast.AST) -> tuple[ast.expr, str] | None:
+        """The key a lookup looks up, and the dict it looks it up in."""
         if (isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load)
                 and isinstance(node.value, ast.Name) and node.value.id in self.dicts):
-            return node.slice
+            return node.slice, node.value.id
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "pop"
                 and isinstance(node.func.value, ast.Name) and node.func.value.id in self.dicts
                 and len(node.args) == 1 and not node.keywords):
-            return node.args[0]
+            return node.args[0], node.func.value.id
         return None
 
     def _helper(self, func: ast.expr) -> tuple[str, tuple[str, ...]]:

@@ -129,8 +129,8 @@ def check(ctx: Context) -> list[Finding]:
         held: bool | None = None
         for each, lookup in unguarded(ctx, loaders, ref):
             where = (each.owner.module.path, lookup.line, lookup.column)
-            if where in seen:
-                continue
+            if where in seen or each.via and lookup.given:
+                continue  # a submodule's method handed its caller's dict looks up the caller's names
             skip = next((r for r in loaders.values() if r.obj == each.obj and r.loader.checks), None)
             sources = [s for s in _split_sources(ctx, each.obj, splits, DEPTH) if skip or s[1].kind != RUN_TIME]
             if not sources:
