@@ -114,7 +114,7 @@ def prefix_facts(node: ast.ClassDef, lines: list[str]) -> PrefixFacts | None:
             for arg, keyword in [(given, True), *((a, False) for a in call.args)]:
                 tail = _dot_tail(arg)
                 if arg is not None and tail is not None and PREFIX in names and own:
-                    dotted.append(Dotted(fn.name, arg.lineno, arg.col_offset, ast.unparse(arg), *tail, ctor, attr, keyword))
+                    dotted.append(Dotted(fn.name, arg.lineno, arg.col_offset, _text(arg, lines), *tail, ctor, attr, keyword))
     if not (builds or dotted or init == "param"):
         return None
     return PrefixFacts(
@@ -132,6 +132,13 @@ def _assigned(fn: ast.AST) -> dict[int, str]:
                 if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
                     found[id(node.value)] = target.attr
     return found
+
+
+def _text(node: ast.expr, lines: list[str]) -> str:
+    """The expression as written when it sits on one line, else as `ast` writes it."""
+    if node.lineno == node.end_lineno and node.end_col_offset is not None:
+        return lines[node.lineno - 1].encode()[node.col_offset : node.end_col_offset].decode()
+    return ast.unparse(node)
 
 
 def _rebound(fn: ast.AST) -> set[int]:

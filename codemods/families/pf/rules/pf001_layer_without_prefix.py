@@ -23,7 +23,10 @@ class MiMoMTPSharedHead(nn.Module):
         super().__init__()
         self.norm = RMSNorm(config.hidden_size)
         self.head = ParallelLMHead(
-            config.vocab_size, config.hidden_size, quant_config=quant_config, prefix=f"{prefix}.head"
+            config.vocab_size,
+            config.hidden_size,
+            quant_config=quant_config,
+            prefix=f"{prefix}.head",
         )
 '''
 
@@ -77,7 +80,7 @@ def check(ctx: Context) -> list[Finding]:
                     edits=(AddPrefix(path=Path(module.path), line=build.line, column=build.column, value=value),),
                 )
             findings.append(RULE.finding(
-                path=module.path, line=build.line, column=build.column, cls=cls.name,
+                path=module.path, line=build.line, column=build.column, cls=cls.name, keys=(build.attr or build.ctor,),
                 message=f"{name} is built with quant_config={build.quant} but {given}; "
                 "quantization sees it as \"\" and cannot match its ignore list or per-layer config"
                 + (f"; not auto-fixable: {why}" if why else ""),

@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from ....findings import Applicability, Finding, Fix
-from ....rules.base import Context, Rule
+from ....rules.base import Context, ExampleTree, Rule
 from ..edits import MaybePrefix
 from .layers import top_level, utils_module
 
 BEFORE = '''\
-from vllm.model_executor.models.utils import maybe_prefix
+from .utils import maybe_prefix
 
 
 class MiniCPMForCausalLM(nn.Module):
@@ -26,7 +26,7 @@ class MiniCPMForCausalLM(nn.Module):
 '''
 
 AFTER = '''\
-from vllm.model_executor.models.utils import maybe_prefix
+from .utils import maybe_prefix
 
 
 class MiniCPMForCausalLM(nn.Module):
@@ -59,6 +59,20 @@ RULE = Rule(
     before=BEFORE,
     after=AFTER,
     fix=Applicability.SAFE,
+    tree=ExampleTree(
+        example="vllm/model_executor/models/minicpm.py",
+        files={
+            "vllm/__init__.py": "",
+            "vllm/model_executor/__init__.py": "",
+            "vllm/model_executor/models/__init__.py": "",
+            "vllm/model_executor/models/utils.py": "",
+            "vllm/model_executor/models/registry.py": (
+                "_TEXT_GENERATION_MODELS = {\n"
+                "    \"MiniCPMForCausalLM\": (\"minicpm\", \"MiniCPMForCausalLM\"),\n"
+                "}\n"
+            ),
+        },
+    ),
 )
 
 
@@ -75,7 +89,7 @@ def check(ctx: Context) -> list[Finding]:
                 continue
             via = "" if top == cls.name else f" (it runs as part of {top})"
             findings.append(RULE.finding(
-                path=module.path, line=dotted.line, column=dotted.column, cls=cls.name,
+                path=module.path, line=dotted.line, column=dotted.column, cls=cls.name, keys=(dotted.text,),
                 message=f"{dotted.text} starts with a dot: {cls.name} can be the top-level model{via}, "
                 'built with prefix=""; quantization then cannot match the names below it',
                 fix=Fix(
