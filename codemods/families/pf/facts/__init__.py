@@ -22,5 +22,5 @@ CLASS_FACTS: tuple[ClassFact, ...] = (ClassFact("prefixes", prefixes.wanted, pre
 
 NEEDS: tuple[Need, ...] = (
     Need("layers built with a quant_config and the prefixes they get (PF): every class of the checked "
-         "files that names one", markers=(prefixes.QUANT, "{prefix}.")),
+         "files that names one", markers=(prefixes.QUANT_GIVEN, prefixes.DOTTED)),
 )

@@ -11,6 +11,8 @@ from ....walk import walk
 
 PREFIX = "prefix"
 QUANT = "quant_config"
+QUANT_GIVEN = "quant_config="
+"""In a class's text: it hands a `quant_config` on by name (or defaults its own)."""
 
 
 @dataclass(frozen=True)
@@ -68,9 +70,16 @@ class PrefixFacts:
     fstring: int = 0
 
 
+DOTTED = "{prefix}."
+
+
+PASSED = "prefix=prefix"
+
+
 def wanted(text: str) -> bool:
-    """Whether a class whose source is `text` can build a quantized layer or name a prefix."""
-    return PREFIX in text or QUANT in text
+    """Whether a class whose source is `text` can build a quantized layer, write a dotted prefix or
+    hand its own prefix on by name."""
+    return QUANT_GIVEN in text or DOTTED in text or PASSED in text
 
 
 def prefix_facts(node: ast.ClassDef, lines: list[str]) -> PrefixFacts | None:
@@ -88,9 +97,12 @@ def prefix_facts(node: ast.ClassDef, lines: list[str]) -> PrefixFacts | None:
         if fn.name == "__init__":
             init = "param" if PREFIX in names else "kwargs" if fn.args.kwarg else "none"
             takes_quant = QUANT in names
-        assigned = _assigned(fn)
-        rebound = _rebound(fn)
-        for call in walk(fn):
+        if not any(QUANT in line or PREFIX in line for line in lines[fn.lineno - 1 : fn.end_lineno]):
+            continue
+        nodes = walk(fn)
+        assigned = _assigned(nodes)
+        rebound = _rebound(fn, nodes)
+        for call in nodes:
             if not isinstance(call, ast.Call):
                 continue
             own = id(call) not in rebound
@@ -107,8 +119,8 @@ def prefix_facts(node: ast.ClassDef, lines: list[str]) -> PrefixFacts | None:
             quant = keywords.get(QUANT)
             if quant is not None and not (isinstance(quant, ast.Constant) and quant.value is None):
                 builds.append(Build(
-                    ctor, attr, fn.name, call.lineno, call.col_offset, ast.unparse(quant),
-                    None if given is None else ast.unparse(given), len(call.args),
+                    ctor, attr, fn.name, call.lineno, call.col_offset, _text(quant, lines),
+                    None if given is None else _text(given, lines), len(call.args),
                     None in keywords or any(isinstance(a, ast.Starred) for a in call.args),
                 ))
             for arg, keyword in [(given, True), *((a, False) for a in call.args)]:
@@ -122,10 +134,10 @@ def prefix_facts(node: ast.ClassDef, lines: list[str]) -> PrefixFacts | None:
     )
 
 
-def _assigned(fn: ast.AST) -> dict[int, str]:
-    """id(call) -> attr for each `self.<attr> = <call>` in the method."""
+def _assigned(nodes: list[ast.AST]) -> dict[int, str]:
+    """id(call) -> attr for each `self.<attr> = <call>` among a method's nodes."""
     found = {}
-    for node in walk(fn):
+    for node in nodes:
         if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Call):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for target in targets:
@@ -141,11 +153,11 @@ def _text(node: ast.expr, lines: list[str]) -> str:
     return ast.unparse(node)
 
 
-def _rebound(fn: ast.AST) -> set[int]:
+def _rebound(fn: ast.AST, nodes: list[ast.AST]) -> set[int]:
     """ids of the calls inside a lambda or nested function that takes its own `prefix`
     (`make_layers(n, lambda prefix: Layer(prefix=prefix))`): theirs is not the method's."""
     inner: set[int] = set()
-    for node in walk(fn):
+    for node in nodes:
         if node is not fn and isinstance(node, (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef)):
             args = node.args
             if PREFIX in [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs]:
