@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from ...edits import Edit
 
-__all__ = ["AddPrefix", "Edit", "MaybePrefix"]
+__all__ = ["AddPrefix", "AddPrefixParameter", "Edit", "MaybePrefix"]
 
 
 @dataclass(frozen=True)
@@ -26,3 +26,12 @@ class MaybePrefix(Edit):
     `maybe_prefix` imported from module `source` when the file does not bind it."""
 
     source: str
+
+
+@dataclass(frozen=True)
+class AddPrefixParameter(Edit):
+    """`prefix: str = ""` as the last parameter of class `cls`'s `__init__` (that starts at `line`),
+    in the parameters' own layout."""
+
+    cls: str
+    width: int = 88

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .add_prefix import AddPrefix
+from .add_prefix_parameter import AddPrefixParameter
 from .maybe_prefix import MaybePrefix
 
-TRANSFORMERS = (AddPrefix, MaybePrefix)
+TRANSFORMERS = (AddPrefix, AddPrefixParameter, MaybePrefix)

@@ -64,8 +64,8 @@ class AddPrefix(EditTransformer[edits.AddPrefix]):
         if inner + len(text) <= width:
             return _hugged(call, flat, inner, indent)
         return call.with_changes(
-            whitespace_before_args=_newline(inner),
-            args=[a.with_changes(comma=cst.Comma(whitespace_after=_newline(inner if i < len(flat) - 1 else indent)))
+            whitespace_before_args=newline(inner),
+            args=[a.with_changes(comma=cst.Comma(whitespace_after=newline(inner if i < len(flat) - 1 else indent)))
                   for i, a in enumerate(flat)],
         )
 
@@ -73,8 +73,8 @@ class AddPrefix(EditTransformer[edits.AddPrefix]):
 def _hugged(call: cst.Call, flat: list[cst.Arg], inner: int, indent: int) -> cst.Call:
     """`f(\\n    a, b, prefix=...\\n)`: the arguments on one indented line."""
     return call.with_changes(
-        whitespace_before_args=_newline(inner),
-        args=[*flat[:-1], flat[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT, whitespace_after_arg=_newline(indent))],
+        whitespace_before_args=newline(inner),
+        args=[*flat[:-1], flat[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT, whitespace_after_arg=newline(indent))],
     )
 
 
@@ -87,7 +87,7 @@ def _exploded(call: cst.Call) -> bool:
     )
 
 
-def _newline(indent: int) -> cst.ParenthesizedWhitespace:
+def newline(indent: int) -> cst.ParenthesizedWhitespace:
     return cst.ParenthesizedWhitespace(
         first_line=cst.TrailingWhitespace(), indent=False, last_line=cst.SimpleWhitespace(" " * indent),
     )
