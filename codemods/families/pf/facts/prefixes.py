@@ -66,7 +66,8 @@ class PrefixFacts:
     """Callees handed `prefix` itself, unchanged ("super" for a base's `__init__`): they get the
     class's own prefix, empty when the class is the top level."""
     maybe: int = 0
-    """`prefix=maybe_prefix(prefix, ...)` arguments in the class: the file's idiom, with `fstring`."""
+    """`prefix=maybe_prefix(prefix, ...)` arguments in the class: the file's idiom, with `fstring`
+    (`f"{prefix}.<name>"` arguments, by name or by place)."""
     fstring: int = 0
 
 
@@ -115,7 +116,6 @@ def prefix_facts(node: ast.ClassDef, lines: list[str]) -> PrefixFacts | None:
             maybe += _is_maybe(given)
             if own and fn.name == "__init__" and ctor and any(_is_prefix(a) for a in [given, *call.args]):
                 passes.append(ctor)
-            fstring += _dot_tail(given) is not None
             quant = keywords.get(QUANT)
             if quant is not None and not (isinstance(quant, ast.Constant) and quant.value is None):
                 builds.append(Build(
@@ -125,6 +125,7 @@ def prefix_facts(node: ast.ClassDef, lines: list[str]) -> PrefixFacts | None:
                 ))
             for arg, keyword in [(given, True), *((a, False) for a in call.args)]:
                 tail = _dot_tail(arg)
+                fstring += tail is not None
                 if arg is not None and tail is not None and PREFIX in names and own:
                     dotted.append(Dotted(fn.name, arg.lineno, arg.col_offset, _text(arg, lines), *tail, ctor, attr, keyword))
     if not (builds or dotted or init == "param"):

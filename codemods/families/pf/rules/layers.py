@@ -4,6 +4,8 @@ prefix."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from ....facts import ClassFacts, ModuleFacts
 from ....index import ClassRef
 from ....rules.base import Context
@@ -53,11 +55,11 @@ def missing(build: Build) -> bool:
 
 
 def top_level(ctx: Context) -> dict[tuple[str, str], str]:
-    """Class key -> the entry or drafter it runs as (with `prefix=""`): the entries and drafters,
-    the base whose `__init__` they run with their own prefix, and the modules they hand it to
+    """Class key -> the entry or drafter it runs as (with `prefix=""`): the registered classes of
+    the checked files (also those another model builds as a stage), the entries and drafters, the base whose `__init__` they run with their own prefix, and the modules they hand it to
     unchanged, followed as far as they go."""
     found: dict[tuple[str, str], str] = {}
-    todo = [(ref, ref.cls.name) for ref in ctx.entries + ctx.drafts]
+    todo = [(ref, ref.cls.name) for ref in ctx.entries + ctx.drafts + _registered(ctx)]
     while todo:
         ref, top = todo.pop()
         if ref.key in found:
@@ -79,10 +81,21 @@ def top_level(ctx: Context) -> dict[tuple[str, str], str]:
     return found
 
 
-def idiom(module: ModuleFacts, cls: ClassFacts) -> str:
-    """"maybe" when the class (else the file) writes `maybe_prefix(prefix, ...)` more often than
-    `f"{prefix}...."`, else "fstring"."""
-    for scope in ([cls], list(module.classes.values())):
+def _registered(ctx: Context) -> list[ClassRef]:
+    """The classes of the checked files that the registry names."""
+    modules = {ctx.index.by_path[path].module for path in ctx.targets if path in ctx.index.by_path}
+    return [
+        ref for module, name in ctx.resolver.architectures.values() if module in modules
+        for ref in ctx.index.lookup(module, name)
+    ]
+
+
+def idiom(module: ModuleFacts, cls: ClassFacts, tops: Mapping[tuple[str, str], str]) -> str:
+    """"maybe" when the class (else the file's classes that are never the top level) writes
+    `maybe_prefix(prefix, ...)` more often than `f"{prefix}...."`, else "fstring": vLLM keeps
+    `maybe_prefix` for the classes built with an empty prefix."""
+    inner = [c for c in module.classes.values() if (module.path, c.name) not in tops]
+    for scope in ([cls], inner):
         maybe = sum(c.prefixes.maybe for c in scope if c.prefixes)
         fstring = sum(c.prefixes.fstring for c in scope if c.prefixes)
         if maybe != fstring:

@@ -73,7 +73,7 @@ def check(ctx: Context) -> list[Finding]:
             elif not build.attr:
                 why = "the layer is not assigned to an attribute of its own"
             else:
-                style = "maybe" if (module.path, cls.name) in tops else idiom(module, cls)
+                style = "maybe" if (module.path, cls.name) in tops else idiom(module, cls, tops)
                 value = prefix_value(style, build.attr)
                 fix = Fix(
                     applicability=Applicability.SAFE, description=f"pass `prefix={value}`",

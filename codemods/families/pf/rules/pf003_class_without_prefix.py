@@ -9,7 +9,7 @@ from ....findings import Applicability, Finding, Fix
 from ....rules.base import Context, Rule
 from ..edits import AddPrefix, AddPrefixParameter, Edit
 from ..facts.prefixes import Build
-from .layers import idiom, missing, prefix_value, takes_prefix
+from .layers import idiom, missing, prefix_value, takes_prefix, top_level
 
 BEFORE = '''\
 class SharedHead(nn.Module):
@@ -86,6 +86,7 @@ RULE = Rule(
 
 def check(ctx: Context) -> list[Finding]:
     builders = _builders(ctx)
+    tops = top_level(ctx)
     findings = []
     for module, cls in ctx.target_classes():
         facts = cls.prefixes
@@ -96,7 +97,7 @@ def check(ctx: Context) -> list[Finding]:
             continue
         names = ", ".join(f"self.{b.attr}" if b.attr else f"{b.ctor}(...)" for b in layers)
         callers = builders.get((module.path, cls.name), [])
-        fix = _fix(module, cls, layers, callers) if all(b.attr for b in layers) else None
+        fix = _fix(module, cls, layers, callers, tops) if all(b.attr for b in layers) else None
         findings.append(RULE.finding(
             path=module.path, line=cls.line, column=cls.column, cls=cls.name, keys=(cls.name,),
             message=f"{cls.name}.__init__ hands quant_config to {names} but takes no prefix; "
@@ -118,9 +119,9 @@ def _builders(ctx: Context) -> dict[tuple[str, str], list[tuple[ModuleFacts, Cla
     return found
 
 
-def _fix(module: ModuleFacts, cls: ClassFacts, layers: list[Build], callers) -> Fix:
+def _fix(module: ModuleFacts, cls: ClassFacts, layers: list[Build], callers, tops) -> Fix:
     path = Path(module.path)
-    style = idiom(module, cls)
+    style = idiom(module, cls, tops)
     edits: list[Edit] = [AddPrefixParameter(path=path, line=cls.line, column=cls.column, cls=cls.name)]
     edits += [
         AddPrefix(path=path, line=b.line, column=b.column, value=prefix_value(style, b.attr)) for b in layers
@@ -129,7 +130,7 @@ def _fix(module: ModuleFacts, cls: ClassFacts, layers: list[Build], callers) -> 
     for caller_module, caller, build in callers:
         scopes = caller.prefixes.scopes if caller.prefixes else ()
         if build.attr and build.method in scopes and missing(build):
-            value = prefix_value(idiom(caller_module, caller), build.attr)
+            value = prefix_value(idiom(caller_module, caller, tops), build.attr)
             edits.append(AddPrefix(path=Path(caller_module.path), line=build.line, column=build.column, value=value))
             passed += 1
     return Fix(
