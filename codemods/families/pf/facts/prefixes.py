@@ -98,13 +98,11 @@ def prefix_facts(node: ast.ClassDef, lines: list[str]) -> PrefixFacts | None:
         if fn.name == "__init__":
             init = "param" if PREFIX in names else "kwargs" if fn.args.kwarg else "none"
             takes_quant = QUANT in names
-        if not any(QUANT in line or PREFIX in line for line in lines[fn.lineno - 1 : fn.end_lineno]):
-            continue
-        nodes = walk(fn)
+        nodes = [n for stmt in fn.body if _names_one(stmt, lines) for n in walk(stmt)]
         assigned = _assigned(nodes)
         rebound = _rebound(fn, nodes)
         for call in nodes:
-            if not isinstance(call, ast.Call):
+            if type(call) is not ast.Call:
                 continue
             own = id(call) not in rebound
             ctor = ".".join(_dotted(call.func) or ())
@@ -133,6 +131,11 @@ def prefix_facts(node: ast.ClassDef, lines: list[str]) -> PrefixFacts | None:
     return PrefixFacts(
         tuple(builds), tuple(dotted), tuple(scopes), init, takes_quant, tuple(dict.fromkeys(passes)), maybe, fstring,
     )
+
+
+def _names_one(stmt: ast.stmt, lines: list[str]) -> bool:
+    """Whether a statement's text names `quant_config` or `prefix` (a text test that spares its walk)."""
+    return any(QUANT in line or PREFIX in line for line in lines[stmt.lineno - 1 : stmt.end_lineno])
 
 
 def _assigned(nodes: list[ast.AST]) -> dict[int, str]:
