@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .families.pf.facts import PFClassFacts
 from .families.pp.facts import PPClassFacts
 from .vllm_names import PRODUCER
 
@@ -153,7 +154,7 @@ class Submodule:
 
 
 @dataclass
-class ClassFacts(PPClassFacts):
+class ClassFacts(PPClassFacts, PFClassFacts):
     name: str
     line: int
     column: int
