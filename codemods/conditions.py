@@ -94,6 +94,16 @@ def exclusive(guards: list[Guard]) -> bool:
     return all(sum(satisfied(g, a) for g in guards) <= 1 for a in assignments(conditions))
 
 
+def consistent(*guards: Guard) -> bool:
+    """Some configuration satisfies every one of `guards` (no condition is asked both ways)."""
+    asked: dict[str, bool] = {}
+    for guard in guards:
+        for text, polarity in guard:
+            if asked.setdefault(text, polarity) != polarity:
+                return False
+    return True
+
+
 def _ordered(keys: set[str], sides: list[Side]) -> tuple[str, ...]:
     order: list[str] = []
     for side in sides:

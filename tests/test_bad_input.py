@@ -741,3 +741,18 @@ def test_smoke_json_into_a_missing_folder_is_refused_first(repo: Path) -> None:
     result = _cli_in_shell("$CLI smoke --json /missing/dir/x.json $REPO/vllm/model_executor/models/good.py", repo)
     assert result.returncode == 2, result.stderr
     assert result.stderr.strip() == "error: --json /missing/dir/x.json: folder /missing/dir does not exist"
+
+
+def test_forward_returning_a_call_of_a_subscripted_module_is_analysed(tmp_path: Path) -> None:
+    """`return self.models[0](ids, pos, intermediate_tensors)`: a callee that is no dotted name
+    is read as a forward-shaped call, not a crash."""
+    path = tmp_path / "indexed.py"
+    path.write_text(
+        "from torch import nn\n\nfrom vllm.model_executor.models.interfaces import SupportsPP\n\n\n"
+        "class IndexedForCausalLM(nn.Module, SupportsPP):\n"
+        "    def forward(self, input_ids, positions, intermediate_tensors=None):\n"
+        "        return self.models[0](input_ids, positions, intermediate_tensors)\n"
+    )
+    report = engine.check([path], Options(select=("PP004", "PP006"), cache=False))
+    assert report.errors == []
+    assert [f.rule for f in report.findings] == ["PP004"]

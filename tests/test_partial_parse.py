@@ -161,7 +161,7 @@ def test_layers_whose_output_is_sent_are_parsed_ahead() -> None:
     ''').encode()
     facts = analyze_source(source, "m.py", "pkg.m")
     assert set(facts.pending) == {"Other"}
-    assert facts.classes["Layer"].values and facts.classes["Layer"].values.none_returns == ((1, 3),)
+    assert facts.classes["Layer"].values and facts.classes["Layer"].values.none_returns == ((1, 3, ()),)
     assert repr(facts.classes["Layer"]) == repr(complete(analyze_source(source, "m.py", "pkg.m", headers_only=True), "Layer"))
 
 

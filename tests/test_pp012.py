@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 from contractfix import engine
 from contractfix.config import Options
+from contractfix.families.pp.facts.valueguards import config_names, normalized
 
 HEAD = '''from itertools import islice
 
@@ -137,3 +139,44 @@ class ParallelForCausalLM(nn.Module, SupportsPP):
     assert [(f.cls, f.keys) for f in found] == [("BaseModel", ("residual",))]
     assert "the layers ParallelModel hands BaseModel" in found[0].message
     assert _findings(tmp_path, body.replace("layer_type=ParallelDecoderLayer", "layer_type=ResidualDecoderLayer")) == []
+
+
+def test_guards_name_the_model_config_in_one_way() -> None:
+    """The layer's `self.flag` (set from `config.flag`) and the model's `self.config.flag` or
+    `vllm_config.model_config.hf_config.flag` are the same condition."""
+    layer = ast.parse("class L:\n    def __init__(self, config):\n        self.flag = config.flag\n").body[0]
+    assert isinstance(layer, ast.ClassDef)
+    names = config_names(layer)
+    assert normalized((("self.flag", False),), names) == (("config.flag", False),)
+    assert normalized((("self.config.flag", True),), {"config": "config"}) == (("config.flag", True),)
+    assert normalized((("vllm_config.model_config.hf_config.flag", True),), {}) == (("config.flag", True),)
+    assert normalized((("self.quant_config.flag", True),), {}) == (("self.quant_config.flag", True),)
+
+
+def test_a_none_under_one_flag_sent_under_its_negation_is_not_reported(tmp_path: Path) -> None:
+    body = '''class FlagLayer(nn.Module):
+    def forward(self, positions, hidden_states, residual):
+        if self.config.fused:
+            return hidden_states, residual
+        return hidden_states, None
+
+
+class FlagModel(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.config = config
+        self.start_layer, self.end_layer, self.layers = make_layers(3, lambda prefix: FlagLayer(), prefix="layers")
+
+    def forward(self, input_ids, positions, intermediate_tensors=None):
+        hidden_states, residual = input_ids, None
+        for layer in self.layers[self.start_layer:self.end_layer]:
+            hidden_states, residual = layer(positions, hidden_states, residual)
+        if not get_pp_group().is_last_rank:
+            if not self.config.fused:
+                return IntermediateTensors({"hidden_states": hidden_states})
+            return IntermediateTensors({"hidden_states": hidden_states, "residual": residual})
+        return hidden_states
+'''
+    assert _findings(tmp_path, body) == []
+    flipped = body.replace("if not self.config.fused:", "if self.config.fused:")
+    assert [f.cls for f in _findings(tmp_path, flipped)] == ["FlagModel"]

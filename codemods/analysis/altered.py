@@ -71,13 +71,14 @@ class Flow:
         """A call of a module given `intermediate_tensors`: `self.model(...)`,
         `self.model.forward(...)`, `super().forward(...)`, a local alias `language_model(...)`, a
         helper method `self._run(...)`, or any call shaped like a model forward (the tensors third
-        positionally or by keyword: `self.language_model.model(ids, pos, intermediate_tensors)`);
+        positionally or by keyword: `self.language_model.model(ids, pos, intermediate_tensors)`,
+        `self.models[0](ids, pos, intermediate_tensors)`, whose callee is no dotted name);
         not another method of a submodule (`decode.plan(positions, intermediate_tensors)`), whose
         result is not the model's output."""
         if not (isinstance(node, ast.Call) and self.passes_it(node)):
             return False
         chain = self.chain(node.func) or ()
-        if len(chain) == 1 or chain[-1] == "forward" or (len(chain) == 2 and chain[0] == "self"):
+        if chain and (len(chain) == 1 or chain[-1] == "forward" or (len(chain) == 2 and chain[0] == "self")):
             return True
         third = len(node.args) > 2 and isinstance(node.args[2], ast.Name)
         return third or any(k.arg in ("intermediate_tensors", None) for k in node.keywords)

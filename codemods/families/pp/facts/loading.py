@@ -15,6 +15,7 @@ from ....unparse import unparse
 from ....walk import CHILDLESS, children, dotted_name, walk
 
 MISSING_CHECK = "is_pp_missing_parameter"
+CACHE_SCALE = "get_cache_scale"
 SPLITTERS = ("make_layers", "PPMissingLayer")
 TRIES = tuple(getattr(ast, name) for name in ("Try", "TryStar") if hasattr(ast, name))
 CATCHES = {"KeyError", "LookupError", "Exception", "BaseException"}
@@ -25,7 +26,9 @@ class Lookup:
     """`params_dict[key]` (or `.pop(key)`) not dominated by a skip. `stmt_*` locate the statement
     that holds it, where a guard goes; `exit` is the statement that skips ("continue" inside a
     loop, else "return"); `fixable` is False inside a comprehension or lambda; `given` when the
-    dict is not built here (or in an enclosing function) from `named_parameters`: a caller's."""
+    dict is not built here (or in an enclosing function) from `named_parameters`: a caller's;
+    `cache_scale`: the lookup runs only when `quant_config.get_cache_scale(name)` returned a name
+    (the KV-cache-scale branch, which the runtime may never enter)."""
 
     key: str
     line: int
@@ -35,6 +38,7 @@ class Lookup:
     exit: str
     fixable: bool = True
     given: bool = False
+    cache_scale: bool = False
 
 
 @dataclass(frozen=True)
@@ -158,6 +162,10 @@ class _Walker:
         self.closures: dict[str, str] = {}
         self.named = named
         """Whether the function's text names `named_parameters` (else no dict comes from it)."""
+        self.scale_names: set[str] = set()
+        """Locals bound to what `get_cache_scale(...)` returned."""
+        self.scaled = 0
+        """How many enclosing branches run only when `get_cache_scale` returned a name."""
 
     def run(self) -> None:
         for node in walk(self.fn) if self.named else ():
@@ -186,7 +194,10 @@ class _Walker:
             return
         if isinstance(stmt, ast.If):
             self._expr(stmt.test, stmt, guarded, in_loop)
+            scaled = self._named_scale(stmt.test)
+            self.scaled += scaled
             self._block(stmt.body, guarded or self._admits(stmt.test), in_loop)
+            self.scaled -= scaled
             self._block(stmt.orelse, guarded or self._skips(stmt.test), in_loop)
             return
         if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):
@@ -213,7 +224,24 @@ class _Walker:
             for case in stmt.cases:
                 self._block(case.body, guarded, in_loop)
             return
+        if isinstance(stmt, ast.Assign) and all(isinstance(t, ast.Name) for t in stmt.targets):
+            names = {t.id for t in stmt.targets if isinstance(t, ast.Name)}
+            self.scale_names = self.scale_names | names if _scale_call(stmt.value) else self.scale_names - names
         self._expr(stmt, stmt, guarded, in_loop)
+
+    def _named_scale(self, test: ast.expr) -> bool:
+        """Whether `test` holds only when `get_cache_scale` returned a name: the call itself (or
+        its walrus), a local bound to it, `x is not None` of that local, or an `and` with one."""
+        if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+            return any(self._named_scale(value) for value in test.values)
+        if isinstance(test, ast.NamedExpr):
+            return _scale_call(test.value)
+        if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.IsNot):
+            right = test.comparators[0]
+            return isinstance(right, ast.Constant) and right.value is None and self._named_scale(test.left)
+        if isinstance(test, ast.Name):
+            return test.id in self.scale_names
+        return _scale_call(test)
 
     def _expr(self, root: ast.AST, stmt: ast.stmt, guarded: bool, in_loop: bool) -> None:
         stack: list[tuple[ast.AST, bool, bool]] = [(root, guarded, True)]
@@ -236,7 +264,7 @@ class _Walker:
                 key, held = found
                 self.loader.lookups.append(Lookup(
                     unparse(key), node.lineno, node.col_offset, stmt.lineno, stmt.col_offset,
-                    "continue" if in_loop else "return", fixable, held not in self.built,
+                    "continue" if in_loop else "return", fixable, held not in self.built, self.scaled > 0,
                 ))
             if isinstance(node, ast.Call):
                 target, via = self._helper(node.func)
@@ -290,6 +318,11 @@ class _Walker:
             isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], op)
             and isinstance(test.comparators[0], ast.Name) and test.comparators[0].id in self.dicts
         )
+
+
+def _scale_call(node: ast.expr) -> bool:
+    """`<...>.get_cache_scale(...)`."""
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == CACHE_SCALE
 
 
 def _called(func: ast.expr) -> str:

@@ -12,11 +12,16 @@ the rule resolves from `layer_ctors`, so the facts only say which `self.<attr>` 
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from ....unparse import unparse
 from ....vllm_names import TENSORS_CLASS
-from ....walk import children, dotted_name, walk
+from ....walk import dotted_name, walk
+from .valueguards import config_names, guarded_returns, narrowed, normalized
+
+if TYPE_CHECKING:
+    from ....facts import Guard
 
 LAYER_BUILDERS = ("make_layers",)
 RANK_WORDS = ("is_first_rank", "is_last_rank", "get_pp_group", "pp_rank")
@@ -27,12 +32,14 @@ class Origin:
     """Where a local's value may come from: `kind` "none" (a literal None at `line`), "param" (a
     parameter defaulting to None), "layer" (position `position` of what `self.<attr>[i](...)`
     returns, None only if that layer class returns None there), "method" (what `self.<attr>(...)`
-    returns, None only if that method can return None) or "other" (anything else)."""
+    returns, None only if that method can return None) or "other" (anything else); `guard`: the
+    configuration under which the None is bound, or the layer or method called."""
 
     kind: str
     line: int = 0
     attr: str = ""
     position: int = 0
+    guard: Guard = ()
 
 
 OTHER = Origin("other")
@@ -41,27 +48,29 @@ OTHER = Origin("other")
 @dataclass(frozen=True)
 class NoneSend:
     """A value sent under `key` at (`line`, `column`) that may be None, through `origin`; `name`
-    is the local sent ("" for a literal)."""
+    is the local sent ("" for a literal); `guard`: the configuration under which it is sent."""
 
     key: str | None
     line: int
     column: int
     name: str
     origin: Origin
+    guard: Guard = ()
 
 
 @dataclass(frozen=True)
 class ValueFacts:
-    """`sends`: values that may be None; `none_returns`: (position, line) where `forward` returns
-    a tuple holding a literal None; `layer_ctors`: (attr, class name, line) for each
+    """`sends`: values that may be None; `none_returns`: (position, line, guard) where `forward`
+    returns a tuple holding a literal None; `layer_ctors`: (attr, class name, line) for each
     `self.<attr>` built as a list of layers (`make_layers(n, lambda prefix: Cls(...))`,
-    `nn.ModuleList([Cls(...) for ...])`); `none_methods`: (name, line) of each method that
-    returns None on some path (`return None`, a bare `return`)."""
+    `nn.ModuleList([Cls(...) for ...])`); `none_methods`: (name, line, guard) of each path on
+    which a method returns None (`return None`, a bare `return`). Every guard is written in terms
+    of the model config (`valueguards`)."""
 
     sends: tuple[NoneSend, ...]
-    none_returns: tuple[tuple[int, int], ...]
+    none_returns: tuple[tuple[int, int, Guard], ...]
     layer_ctors: tuple[tuple[str, str, int], ...]
-    none_methods: tuple[tuple[str, int], ...] = ()
+    none_methods: tuple[tuple[str, int, Guard], ...] = ()
 
 
 def wanted(text: str) -> bool:
@@ -73,9 +82,9 @@ def value_facts(node: ast.ClassDef, lines: list[str]) -> ValueFacts | None:
     """`lines` are the module's source lines (index 0 is line 1): each method is walked only for
     what its text can hold."""
     sends: list[NoneSend] = []
-    none_returns: tuple[tuple[int, int], ...] = ()
+    none_returns: tuple[tuple[int, int, Guard], ...] = ()
     ctors: list[tuple[str, str, int]] = []
-    none_methods: list[tuple[str, int]] = []
+    none_methods: list[tuple[str, int, Guard]] = []
     for item in node.body:
         if not isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
@@ -85,16 +94,21 @@ def value_facts(node: ast.ClassDef, lines: list[str]) -> ValueFacts | None:
         if any(builder in text for builder in (*LAYER_BUILDERS, "ModuleList")):
             ctors.extend(_layer_ctors(item))
         if any(r in ("return", "return None") for r in returns):
-            line = _returns_none(item)
-            if line:
-                none_methods.append((item.name, line))
+            none_methods.extend((item.name, line, guard) for line, guard in _returns_none(item))
         if item.name == "forward" and any("None" in r or r.endswith("(") for r in returns):
             none_returns = _none_returns(item)
         if item.name != "make_empty_intermediate_tensors" and TENSORS_CLASS in text:
             sends.extend(_Flow(item).run())
     if not (sends or none_returns or ctors or none_methods):
         return None
-    return ValueFacts(tuple(sends), none_returns, tuple(ctors), tuple(none_methods))
+    names = config_names(node)
+    return ValueFacts(
+        tuple(replace(s, guard=normalized(s.guard, names),
+                      origin=replace(s.origin, guard=normalized(s.origin.guard, names))) for s in sends),
+        tuple((position, line, normalized(guard, names)) for position, line, guard in none_returns),
+        tuple(ctors),
+        tuple((name, line, normalized(guard, names)) for name, line, guard in none_methods),
+    )
 
 
 State = dict[str, frozenset[Origin]]
@@ -105,7 +119,9 @@ class _Flow:
     have. Both branches of an `if` are merged (a branch that returns or raises is dropped); a
     loop body is taken to run (the layer loop always does); `if x is not None:` clears x's None
     origins inside. `IntermediateTensors(...)` returned, directly or through a local dict or
-    tensors object filled by `d["k"] = v`, is what is sent."""
+    tensors object filled by `d["k"] = v`, is what is sent. Each None and each send carries the
+    configuration guard it runs under (`valueguards.narrowed`), so that the rule can tell a None
+    made under one configuration from a send under another."""
 
     def __init__(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         self.fn = fn
@@ -114,6 +130,8 @@ class _Flow:
         """Local bound to one element of `self.<attr>` (the loop variable) -> attr."""
         self.dicts: dict[str, list[NoneSend]] = {}
         """Local dict (or `IntermediateTensors`) being filled -> its values that may be None."""
+        self.guard: Guard = ()
+        """The configuration under which the statement being walked runs."""
 
     def run(self) -> list[NoneSend]:
         self._block(self.fn.body, self._params())
@@ -130,7 +148,14 @@ class _Flow:
         }
 
     def _block(self, body: list[ast.stmt], state: State) -> State | None:
-        """The state after `body`, or None when it always leaves (return, raise, continue, break)."""
+        """The state after `body`, or None when it always leaves (return, raise, continue, break);
+        the guard is the enclosing one again after it."""
+        outer = self.guard
+        after = self._statements(body, state)
+        self.guard = outer
+        return after
+
+    def _statements(self, body: list[ast.stmt], state: State) -> State | None:
         for stmt in body:
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 continue
@@ -172,9 +197,15 @@ class _Flow:
         layer loop), and precision comes first."""
         inside, outside = _narrowed(stmt.test)
         body_in, orelse_in = _clear(state, inside), _clear(state, outside)
+        outer = self.guard
+        guard_in, guard_out = narrowed(outer, stmt.test)
+        self.guard = guard_in
         body = self._block(stmt.body, body_in)
+        self.guard = guard_out
         orelse = self._block(stmt.orelse, orelse_in)
+        self.guard = outer
         if body is None or orelse is None:
+            self.guard = guard_out if body is None else guard_in
             return orelse if body is None else body
         test = unparse(stmt.test)
         by_rank = any(word in test for word in RANK_WORDS)
@@ -241,7 +272,7 @@ class _Flow:
                     state[name] = frozenset({OTHER})
                 continue
             if attr:
-                state[element.id] = frozenset({Origin("layer", value.lineno, attr, position)})
+                state[element.id] = frozenset({Origin("layer", value.lineno, attr, position, self.guard)})
             elif isinstance(value, ast.Tuple) and len(value.elts) == len(target.elts):
                 state[element.id] = self._origins(value.elts[position], state)
             else:
@@ -251,30 +282,37 @@ class _Flow:
 
     def _origins(self, value: ast.expr, state: State) -> frozenset[Origin]:
         if _is_none(value):
-            return frozenset({Origin("none", value.lineno)})
+            return frozenset({Origin("none", value.lineno, guard=self.guard)})
         if isinstance(value, ast.Name):
             return state.get(value.id, frozenset({OTHER}))
         if isinstance(value, ast.Call):
             parts = dotted_name(value.func)
             if parts and len(parts) == 2 and parts[0] == "self":
-                return frozenset({Origin("method", value.lineno, parts[1])})
+                return frozenset({Origin("method", value.lineno, parts[1], guard=self.guard)})
         if isinstance(value, ast.IfExp):
             inside, outside = _narrowed(value.test)
-            return self._origins(value.body, _clear(state, inside)) | self._origins(value.orelse, _clear(state, outside))
+            outer = self.guard
+            guard_in, guard_out = narrowed(outer, value.test)
+            self.guard = guard_in
+            found = self._origins(value.body, _clear(state, inside))
+            self.guard = guard_out
+            found |= self._origins(value.orelse, _clear(state, outside))
+            self.guard = outer
+            return found
         return frozenset({OTHER})
 
     def _sent(self, value: ast.expr, state: State) -> None:
         if isinstance(value, ast.Call) and _callee(value) == TENSORS_CLASS:
             self.sends.extend(self._ctor_values(value, state))
         elif isinstance(value, ast.Name) and value.id in self.dicts:
-            self.sends.extend(self.dicts[value.id])
+            self.sends.extend(replace(s, guard=_both(s.guard, self.guard)) for s in self.dicts[value.id])
 
     def _ctor_values(self, call: ast.Call, state: State) -> list[NoneSend]:
         arg = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "tensors"), None)
         if isinstance(arg, ast.Dict):
             return self._dict_values(arg, state)
         if isinstance(arg, ast.Name):
-            return list(self.dicts.get(arg.id, []))
+            return [replace(s, guard=_both(s.guard, self.guard)) for s in self.dicts.get(arg.id, [])]
         return []
 
     def _dict_values(self, node: ast.Dict, state: State) -> list[NoneSend]:
@@ -288,7 +326,7 @@ class _Flow:
         name = value.id if isinstance(value, ast.Name) else ""
         key = key if isinstance(key, str) else None
         return [
-            NoneSend(key, value.lineno, value.col_offset, name, origin)
+            NoneSend(key, value.lineno, value.col_offset, name, origin, self.guard)
             for origin in sorted(self._origins(value, state), key=lambda o: (o.line, o.kind, o.position))
             if origin.kind != "other"
         ]
@@ -373,31 +411,23 @@ def _element_ctor(call: ast.Call, nested: dict[str, ast.FunctionDef | ast.AsyncF
     return None
 
 
-def _none_returns(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[tuple[int, int], ...]:
-    found: set[tuple[int, int]] = set()
-    stack: list[ast.AST] = list(fn.body)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            continue
-        if isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple):
-            found.update((i, node.lineno) for i, e in enumerate(node.value.elts) if _is_none(e))
-        stack.extend(children(node))
+def _none_returns(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[tuple[int, int, Guard], ...]:
+    """(position, line, guard) of each literal None in a returned tuple."""
+    found = {
+        (i, node.lineno, guard) for node, guard in guarded_returns(fn) if isinstance(node.value, ast.Tuple)
+        for i, element in enumerate(node.value.elts) if _is_none(element)
+    }
     return tuple(sorted(found))
 
 
-def _returns_none(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
-    """The line of the method's first `return None` or bare `return` (0 when it has none)."""
-    stack: list[ast.AST] = list(fn.body)
-    lines = []
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            continue
-        if isinstance(node, ast.Return) and (node.value is None or _is_none(node.value)):
-            lines.append(node.lineno)
-        stack.extend(children(node))
-    return min(lines, default=0)
+def _returns_none(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[tuple[int, Guard]]:
+    """The line and guard of each `return None` or bare `return` of the method, first line first."""
+    return sorted((node.lineno, guard) for node, guard in guarded_returns(fn)
+                  if node.value is None or _is_none(node.value))
+
+
+def _both(first: Guard, second: Guard) -> Guard:
+    return first + tuple(c for c in second if c not in first)
 
 
 def _names(target: ast.expr) -> list[str]:

@@ -13,6 +13,7 @@ from ....rules.base import Context, Rule
 from ....vllm_names import PP_INTERFACE
 from ..edits import MissingGuard
 from ..facts.loading import SPLITTERS, Lookup, Split
+from .cachescale import CacheScales
 from .holders import held_by
 from .loaders import ENTRY, Reached, reached, unguarded
 
@@ -96,7 +97,11 @@ RULE = Rule(
         "check is imported from where the model's splitter comes from: a fork with its own "
         "`make_layers` and `PPMissingLayer` (vllm-mindspore, aphrodite) has its own "
         "`is_pp_missing_parameter`, and vLLM's would not know its placeholders; where that is not "
-        "known, the finding has no fix."
+        "known, the finding has no fix. A lookup in the KV-cache-scale branch is a warning, without "
+        "a fix, where no quantization method the runtime can pick returns a name from "
+        "`get_cache_scale`: the release's methods all return None, or the release has no such method "
+        "(by vLLM 0.23.0 `get_cache_scale_mapper` maps the scales), and the checked package "
+        "registers none that returns one; the message says which."
     ),
     before=BEFORE,
     after=AFTER,
@@ -121,6 +126,7 @@ def check(ctx: Context) -> list[Finding]:
     findings: list[Finding] = []
     seen: set[tuple[str, int, int]] = set()
     splits: dict[tuple[str, str], list[Source]] = {}
+    scales = CacheScales(ctx)
     for module, cls in ctx.target_classes():
         if not cls.loading or ENTRY not in cls.loading.loaders:
             continue
@@ -139,7 +145,8 @@ def check(ctx: Context) -> list[Finding]:
             if not held:
                 break
             seen.add(where)
-            findings.append(_finding(ctx, ref, each, lookup, sources, skip))
+            dead = scales.dead(each.owner.module) if lookup.cache_scale else None
+            findings.append(_finding(ctx, ref, each, lookup, sources, skip, dead))
     return _one_source_per_file(findings)
 
 
@@ -201,7 +208,8 @@ def _run_time(node: ClassRef, attr: str) -> list[Split]:
 
 
 def _finding(ctx: Context, ref: ClassRef, each: Reached, lookup: Lookup, sources: list[Source],
-             skip: Reached | None) -> Finding:
+             skip: Reached | None, dead: str | None) -> Finding:
+    """`dead`: why the runtime never enters the lookup's KV-cache-scale branch (a warning)."""
     owner, loader = each.owner, each.loader
     path = owner.module.path
     where = f"{owner.cls.name}.{loader.name}"
@@ -222,7 +230,9 @@ def _finding(ctx: Context, ref: ClassRef, each: Reached, lookup: Lookup, sources
         f"rank that lacks the layer ({built})"
     )
     fix = None
-    if towers_only:
+    if dead:
+        message = f"latent: {message}; the KV-cache-scale branch is never entered in this release: {dead}"
+    elif towers_only:
         message += (
             "; not auto-fixable: the split modules are an encoder tower, which should not be split "
             "by make_layers (a skip would drop its layers silently)"
@@ -255,7 +265,7 @@ def _finding(ctx: Context, ref: ClassRef, each: Reached, lookup: Lookup, sources
         evidence.append(Evidence(Path(sp), skip.loader.checks, ctx.line(sp, skip.loader.checks), "skip"))
     return RULE.finding(
         path=path, line=lookup.line, column=lookup.column, cls=ref.cls.name, message=message,
-        keys=(f"{loader.name}[{lookup.key}]",), fix=fix, evidence=evidence,
+        keys=(f"{loader.name}[{lookup.key}]",), fix=fix, evidence=evidence, latent=dead is not None,
     )
 
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
+from ....conditions import consistent
 from ....findings import Evidence, Finding
 from ....index import ClassRef
 from ....rules.base import Context, Rule
 from ....vllm_names import PP_INTERFACE
-from ..facts.nonevalues import NoneSend, Origin
+from ..facts.nonevalues import NoneSend
 from .holders import held_by
 
 BEFORE = '''\
@@ -107,7 +108,10 @@ RULE = Rule(
         "(FlexOlmoForCausalLM hands OlmoeModel a layer that returns `(hidden_states, None)`). "
         "Report only: dropping the key means changing the sender, the factory and the reader "
         "together, and sending a tensor instead means knowing what the next rank does with it; both "
-        "are modelling decisions. A factory that returns None (`lambda: None`) is PP004's."
+        "are modelling decisions. A value None only under some configuration is reported only when "
+        "some configuration both makes it None and sends it: a layer that returns None only when a "
+        "config flag is off, read by a model that sends the value only when the flag is on, never "
+        "sends None. A factory that returns None (`lambda: None`) is PP004's."
     ),
     before=BEFORE,
     after=AFTER,
@@ -159,9 +163,11 @@ def check(ctx: Context) -> list[Finding]:
         by_site: dict[tuple[int, int], list[tuple[NoneSend, Found | None]]] = {}
         for send in cls.values.sends:
             layer = None
+            if not consistent(send.guard, send.origin.guard):
+                continue
             if send.origin.kind in ("layer", "method"):
-                layer = (_none_returning_layer(ctx, ref, send.origin, models) if send.origin.kind == "layer"
-                         else _none_returning_method(ctx, ref, send.origin))
+                layer = (_none_returning_layer(ctx, ref, send, models) if send.origin.kind == "layer"
+                         else _none_returning_method(ctx, ref, send))
                 if layer is None:
                     continue
             by_site.setdefault((send.line, send.column), []).append((send, layer))
@@ -170,9 +176,11 @@ def check(ctx: Context) -> list[Finding]:
     return findings
 
 
-def _none_returning_layer(ctx: Context, ref: ClassRef, origin: Origin, models: Models) -> Found | None:
-    """The layer class built for `self.<attr>` whose forward returns None at `origin.position`,
-    the line of that return, and the class that hands `ref` that layer class."""
+def _none_returning_layer(ctx: Context, ref: ClassRef, send: NoneSend, models: Models) -> Found | None:
+    """The layer class built for `self.<attr>` whose forward returns None at `origin.position`
+    under a configuration that also sends it, the line of that return, and the class that hands
+    `ref` that layer class."""
+    origin = send.origin
     for node in ctx.index.mro(ref):
         ctors = [ctor for attr, ctor, _ in (node.cls.values.layer_ctors if node.cls.values else ()) if attr == origin.attr]
         if not ctors:
@@ -180,7 +188,8 @@ def _none_returning_layer(ctx: Context, ref: ClassRef, origin: Origin, models: M
         for layer, builder in (found for ctor in ctors for found in _layer_classes(ctx, ref, node, ctor, models)):
             forward = next((n for n in ctx.index.mro(layer) if n.defines("forward")), None)
             returns = forward.cls.values.none_returns if forward and forward.cls.values else ()
-            line = next((line for position, line in returns if position == origin.position), None)
+            line = next((line for position, line, guard in returns
+                         if position == origin.position and consistent(guard, origin.guard, send.guard)), None)
             if forward is not None and line is not None:
                 return forward, line, builder
         return None
@@ -217,12 +226,15 @@ def _heirs(ctx: Context, ref: ClassRef, models: Models) -> list[ClassRef]:
     ]
 
 
-def _none_returning_method(ctx: Context, ref: ClassRef, origin: Origin) -> Found | None:
-    """The class whose method `self.<attr>` resolves to, when that method can return None, and
-    the line of that return."""
+def _none_returning_method(ctx: Context, ref: ClassRef, send: NoneSend) -> Found | None:
+    """The class whose method `self.<attr>` resolves to, when that method can return None under a
+    configuration that also sends it, and the line of that return."""
+    origin = send.origin
     for node in ctx.index.mro(ref):
         if node.defines(origin.attr):
-            line = dict(node.cls.values.none_methods).get(origin.attr) if node.cls.values else None
+            returns = node.cls.values.none_methods if node.cls.values else ()
+            line = next((line for name, line, guard in returns
+                         if name == origin.attr and consistent(guard, origin.guard, send.guard)), None)
             return (node, line, None) if line else None
     return None
 

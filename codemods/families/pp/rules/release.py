@@ -18,6 +18,11 @@ def release_text(ctx: Context, *parts: str) -> str | None:
     return _first_text(folder.joinpath(*parts) for folder in _packages(ctx, _interface(ctx)))
 
 
+def release_folder(ctx: Context, *parts: str) -> Path | None:
+    """The folder `<package>/<parts>` of the release, or None where there is none."""
+    return next((f for f in (p.joinpath(*parts) for p in _packages(ctx, _interface(ctx))) if f.is_dir()), None)
+
+
 def interface_text(ctx: Context) -> str | None:
     """The text of the module that defines `SupportsPP`, or of `vllm`'s interfaces module."""
     found = _interface(ctx)

@@ -1,0 +1,109 @@
+"""Whether the runtime of a checked package can enter a KV-cache-scale branch (PP008).
+
+`if scale_name := self.quant_config.get_cache_scale(name): param = params_dict[scale_name]` runs
+only when the quantization method the runtime picked maps the checkpoint name to a scale. Up to
+vLLM 0.21.0 `QuantizationConfig.get_cache_scale` returns None and only some methods (fp8, quark)
+return a name; by 0.23.0 the method is gone (`get_cache_scale_mapper` replaced it), so the call
+raises AttributeError for a quantized model before any lookup. A plugin may register
+methods of its own (`@register_quantization_config`) that return names. When neither the
+release's quantization package nor the checked package defines a `get_cache_scale` that can
+return a name, the lookup is dead there.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+from pathlib import Path
+
+from ....facts import ModuleFacts
+from ....rules.base import Context
+from ..facts.loading import CACHE_SCALE
+from .release import release_folder
+
+QUANTIZATION = ("model_executor", "layers", "quantization")
+DEFINITION = f"def {CACHE_SCALE}("
+
+
+class CacheScales:
+    """What the runtime's quantization methods return from `get_cache_scale`, read once per
+    package."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self._packages: dict[Path, list[str]] = {}
+
+    def dead(self, module: ModuleFacts) -> str | None:
+        """Why no method the runtime of `module`'s package can pick returns a name (the branch is
+        never entered), or None when one can, or when the release is not known."""
+        release = self.release
+        if release is None:
+            return None
+        folder, base, naming = release
+        package = _package_root(module)
+        own = self._own(package) if package is not None and package != folder.parents[len(QUANTIZATION) - 1] else []
+        if naming or own:
+            return None
+        where = folder.parents[len(QUANTIZATION) - 1].name
+        if DEFINITION not in base:
+            return (f"{where}'s `QuantizationConfig` has no `{CACHE_SCALE}` (KV-cache scales are mapped by "
+                    f"`get_cache_scale_mapper`), so the call raises AttributeError for a quantized model before "
+                    f"the lookup, and no quantization method of {package.name if package else 'the package'} "
+                    f"defines one")
+        return (f"no quantization method registered in {where} or in "
+                f"{package.name if package else 'the package'} returns a name from `{CACHE_SCALE}` "
+                "(the base returns None)")
+
+    @functools.cached_property
+    def release(self) -> tuple[Path, str, list[str]] | None:
+        """The release's quantization folder, its base config's text, and the classes in it whose
+        `get_cache_scale` can return a name; None where the release has no such folder."""
+        folder = release_folder(self.ctx, *QUANTIZATION)
+        base = _text(folder / "base_config.py") if folder else None
+        return None if folder is None or base is None else (folder, base, _naming(folder))
+
+    def _own(self, package: Path) -> list[str]:
+        if package not in self._packages:
+            self._packages[package] = _naming(package)
+        return self._packages[package]
+
+
+def _package_root(module: ModuleFacts) -> Path | None:
+    """The folder of the top-level package `module` belongs to."""
+    path = Path(module.path)
+    depth = len(module.module.split("."))
+    up = depth - (1 if path.name == "__init__.py" else 2)
+    return path.parents[up] if 0 <= up < len(path.parents) else None
+
+
+def _naming(folder: Path) -> list[str]:
+    """`Class (file)` for each class under `folder` whose `get_cache_scale` can return a name."""
+    found: list[str] = []
+    for path in sorted(folder.rglob("*.py")):
+        text = _text(path)
+        if text is None or DEFINITION not in text:
+            continue
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            continue
+        found.extend(f"{node.name} ({path.name})" for node in ast.walk(tree)
+                     if isinstance(node, ast.ClassDef) and _returns_name(node))
+    return found
+
+
+def _returns_name(cls: ast.ClassDef) -> bool:
+    """Whether the class's `get_cache_scale` has a return that is not None."""
+    for item in cls.body:
+        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == CACHE_SCALE:
+            return any(isinstance(n, ast.Return) and n.value is not None
+                       and not (isinstance(n.value, ast.Constant) and n.value.value is None)
+                       for n in ast.walk(item))
+    return False
+
+
+def _text(path: Path) -> str | None:
+    try:
+        return path.read_text(errors="replace")
+    except OSError:
+        return None
