@@ -8,12 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .families.base import Guard
 from .families.pf.facts import PFClassFacts
 from .families.pp.facts import PPClassFacts
 from .vllm_names import PRODUCER
 
-Guard = tuple[tuple[str, bool], ...]
-"""Conjunction of configuration conditions: (normalized condition source, polarity)."""
 Needs = tuple[tuple[tuple[str, ...], bool], ...]
 """Objects (`("self", "model")`) that must, or must not, define `make_empty_intermediate_tensors`."""
 

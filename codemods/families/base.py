@@ -7,6 +7,11 @@ import ast
 from collections.abc import Callable
 from dataclasses import dataclass
 
+Guard = tuple[tuple[str, bool], ...]
+"""Conjunction of configuration conditions: (normalized condition source, polarity). Here, with
+what every family shares, so that a family's facts can name it without importing `facts`, which
+imports them."""
+
 
 @dataclass(frozen=True)
 class Need:

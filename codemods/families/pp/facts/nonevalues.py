@@ -21,7 +21,7 @@ from ....walk import dotted_name, walk
 from .valueguards import config_names, guarded_returns, narrowed, normalized
 
 if TYPE_CHECKING:
-    from ....facts import Guard
+    from ...base import Guard
 
 LAYER_BUILDERS = ("make_layers",)
 RANK_WORDS = ("is_first_rank", "is_last_rank", "get_pp_group", "pp_rank")

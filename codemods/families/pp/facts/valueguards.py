@@ -19,7 +19,7 @@ from ....unparse import unparse
 from ....walk import children
 
 if TYPE_CHECKING:
-    from ....facts import Guard
+    from ...base import Guard
 
 CONFIG_CHAIN = re.compile(r"(?<![\w.])(?:[A-Za-z_]\w*\.)*(?:hf_|text_)?config\.(?=[A-Za-z_])")
 """`self.config.`, `vllm_config.model_config.hf_config.`, `config.` -> the model config's `config.`."""
