@@ -3,6 +3,10 @@
 The greedy token ids must be identical. vLLM starts its own workers, so the changed modules
 reach them through the sitecustomize shim (PYTHONPATH) and CONTRACTFIX_SMOKE_OVERRIDES; a private
 VLLM_CACHE_ROOT keeps vLLM's model-info cache (keyed by the installed file) out of the way.
+It runs under `Machine.engine_machine`: this Python, or the managed CPU engine environment, whose
+vLLM may be another release than the one the code is smoked against; then a module that does not
+run at PP=1 there is a skip, not a failed fix. A failure's error names the root exception and the
+model line (`rootcause`); its `trace` keeps the whole text for the JSON report.
 """
 
 from __future__ import annotations

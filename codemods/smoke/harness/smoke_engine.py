@@ -3,9 +3,10 @@
 The caller runs this once with PP=1 and once with PP=N, each in its own process (so GPU memory
 is given back in between), and compares the token ids. vLLM's workers load the changed module
 through the sitecustomize shim (see shim/), which the caller puts on PYTHONPATH.
-On CPU (a vLLM build with CPU kernels) the spike's workarounds apply: head_dim >= 32, a small
-memory fraction, one thread group per rank, and DYNAMO_TRACE_ONCE with the eager backend for
-PP > 1 (with enforce_eager the CPU runner never allocates the receive buffers).
+On CPU (a vLLM build with CPU kernels) the spike's workarounds apply: head_dim >= 32, a 64 MiB KV
+cache, one thread group per rank, and DYNAMO_TRACE_ONCE with the eager backend for PP > 1 (with
+enforce_eager the CPU runner never allocates the receive buffers). MoE layers stay: the build has
+CPU MoE kernels.
 """
 
 from __future__ import annotations
