@@ -99,7 +99,7 @@ def _machine(requested: Tier | None, python: Path | None) -> Machine:
     """What this machine offers; the static tier alone needs no Python with vLLM (no probe)."""
     if requested is Tier.STATIC:
         return Machine(why_no_python="not needed for the static tier")
-    return find_machine(python)
+    return find_machine(python, engine=requested in (None, Tier.ENGINE))
 
 
 def _user_config(folder: Path) -> UserConfig:

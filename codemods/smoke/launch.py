@@ -43,21 +43,24 @@ def find_python(explicit: Path | None = None) -> tuple[Path | None, str]:
     return None, NO_PYTHON
 
 
-def find_machine(explicit: Path | None = None) -> Machine:
+def find_machine(explicit: Path | None = None, engine: bool = True) -> Machine:
     """`probe` of `find_python`'s choice. This Python can find a `vllm/` folder that is no
     installed vLLM: the current one, from the root of a vLLM checkout, where `python -c` or
     `python -m` put it on the path. Its probe (which runs a script, so the folder is not on its
     path) says so, and the managed environment is taken instead when it is ready. Without an
     explicit Python, a machine that cannot run the engine tier itself gets the managed CPU engine
-    environment for it, when that is ready (and for every tier, when it is the only vLLM there)."""
+    environment for it, when that is ready (and for every tier, when it is the only vLLM there);
+    `engine=False`: the engine tier will not run, so that environment is probed only as the only vLLM."""
     found, why = find_python(explicit)
     machine = probe(found, why)
     if explicit is None and found == Path(sys.executable) and machine.why_no_python and managed_env().ready():
         machine = probe(managed_env().python)
     if explicit is not None or machine.own_engine_device or not managed_engine_env().ready():
         return machine
-    engine = probe(managed_engine_env().python)
-    return replace(machine, engine=engine) if machine.python else engine
+    if not engine and machine.python:
+        return machine
+    cpu_engine = probe(managed_engine_env().python)
+    return replace(machine, engine=cpu_engine) if machine.python else cpu_engine
 
 
 def probe(python: Path | None, why: str = NO_PYTHON) -> Machine:

