@@ -12,10 +12,12 @@ from .rules import ALL
 
 @dataclass(frozen=True)
 class Smoke:
-    """A smoke run's outcome as the PR body shows it."""
+    """A smoke run's outcome as the PR body shows it; `evidence`: its engine-tier rows
+    (`SmokeReport.engine_evidence()`), shown as a table above the summary."""
 
     ok: bool
     summary: str
+    evidence: tuple[dict, ...] = ()
 
 
 def render(
@@ -96,7 +98,19 @@ def _why_left(f: Finding) -> str:
 
 def _smoke(smoke: Smoke) -> str:
     verdict = "passed" if smoke.ok else "FAILED"
-    return f"## Smoke test\n\nThe smoke run {verdict}:\n\n```\n{smoke.summary.rstrip()}\n```"
+    table = ""
+    if smoke.evidence:
+        rows = [
+            f"| `{row['arch']}` | {row['tier']} | {row['device']} | {row['vllm']} | PP={row['pp']} vs PP=1: "
+            f"{_TOKENS.get(row['tokens_equal'], 'not compared')} | {row['seconds']} |"
+            for row in smoke.evidence
+        ]
+        header = "| Architecture | Tier | Device | vLLM build | Greedy tokens | Seconds |\n|---|---|---|---|---|---|"
+        table = "\n".join([header, *rows]) + "\n\n"
+    return f"## Smoke test\n\nThe smoke run {verdict}:\n\n{table}```\n{smoke.summary.rstrip()}\n```"
+
+
+_TOKENS = {True: "equal", False: "DIFFER"}
 
 
 def _reproduce(base: str, fix_args: list[str]) -> str:

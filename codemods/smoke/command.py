@@ -6,7 +6,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from . import venv
+from . import cpu_engine, venv
 from .api import run_smoke
 from .errors import SetupError, UsageError
 
@@ -30,7 +30,8 @@ def main(
     echo_err: Callable[[str], None] = print,
 ) -> int:
     """Run the smoke and print its summary; returns the exit code (0 ok, 1 failed, 2 setup).
-    `remove`: delete the managed environment and wheel instead, and say what went."""
+    `prepare`: set up (or reuse) the managed smoke and CPU engine environments first. `remove`:
+    delete them and the wheel instead, and say what went."""
     if remove:
         if paths or arch or prepare:
             echo_err("error: --remove takes no model files, --arch or --setup")
@@ -51,6 +52,10 @@ def main(
             state = "reused" if result.cached else "created"
             echo_err(f"smoke environment {state}: {result.env.root} ({_versions(result.versions)}, "
                      f"{result.duration_s:.1f}s); vLLM wheel: {result.wheel}")
+            engine = cpu_engine.setup(echo=echo_err)
+            state = "reused" if engine.cached else "created"
+            echo_err(f"CPU engine environment {state}: {engine.env.root} ({_versions(engine.versions)}, "
+                     f"{engine.duration_s:.1f}s)")
             if not paths and not arch:
                 return EXIT_OK
         report = run_smoke(paths, tier=tier, arch=arch, python=python, config=config,

@@ -12,9 +12,10 @@ import os
 import sys
 import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from .cpu_engine import managed_engine_env
 from .errors import SetupError
 from .records import CheckRecord
 from .runner import Completed, run
@@ -42,16 +43,24 @@ def find_python(explicit: Path | None = None) -> tuple[Path | None, str]:
     return None, NO_PYTHON
 
 
-def find_machine(explicit: Path | None = None) -> Machine:
+def find_machine(explicit: Path | None = None, engine: bool = True) -> Machine:
     """`probe` of `find_python`'s choice. This Python can find a `vllm/` folder that is no
     installed vLLM: the current one, from the root of a vLLM checkout, where `python -c` or
     `python -m` put it on the path. Its probe (which runs a script, so the folder is not on its
-    path) says so, and the managed environment is taken instead when it is ready."""
+    path) says so, and the managed environment is taken instead when it is ready. Without an
+    explicit Python, a machine that cannot run the engine tier itself gets the managed CPU engine
+    environment for it, when that is ready (and for every tier, when it is the only vLLM there);
+    `engine=False`: the engine tier will not run, so that environment is probed only as the only vLLM."""
     found, why = find_python(explicit)
     machine = probe(found, why)
     if explicit is None and found == Path(sys.executable) and machine.why_no_python and managed_env().ready():
         machine = probe(managed_env().python)
-    return machine
+    if explicit is not None or machine.own_engine_device or not managed_engine_env().ready():
+        return machine
+    if not engine and machine.python:
+        return machine
+    cpu_engine = probe(managed_engine_env().python)
+    return replace(machine, engine=cpu_engine) if machine.python else cpu_engine
 
 
 def probe(python: Path | None, why: str = NO_PYTHON) -> Machine:
@@ -71,6 +80,7 @@ def probe(python: Path | None, why: str = NO_PYTHON) -> Machine:
         torch=info["torch"],
         cuda_devices=info["cuda_devices"],
         cpu_kernels=info["cpu_kernels"],
+        build=info.get("build"),
     )
 
 

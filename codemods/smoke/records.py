@@ -22,6 +22,7 @@ class SmokeReport:
     environment: dict[str, object] = field(default_factory=dict)
     allow_skip: bool = False
     duration_s: float = 0.0
+    notes: list[str] = field(default_factory=list)
 
     def by_status(self, status: Status) -> list[CheckRecord]:
         return [r for r in self.records if r.status is status]
@@ -46,6 +47,8 @@ class SmokeReport:
             "environment": self.environment,
             "allow_skip": self.allow_skip,
             "duration_s": round(self.duration_s, 2),
+            "notes": self.notes,
+            "evidence": self.engine_evidence(),
             "counts": {s.value: len(self.by_status(s)) for s in Status},
             "records": [r.to_json() for r in self.records],
         }
@@ -61,12 +64,35 @@ class SmokeReport:
                 lines.extend(f"      note: {note}" for note in record.notes)
         for tier, reason in self.not_run.items():
             lines.append(f"tier {tier} not run: {reason}")
+        lines.extend(f"note: {note}" for note in self.notes)
         counts = ", ".join(f"{len(self.by_status(s))} {s.value}" for s in Status)
         verdict = "OK" if self.ok else "FAILED"
         if not self.ok and not self.by_status(Status.FAIL) and self.records:
             verdict += " (skips need --allow-skip)"
         lines.append(f"smoke {verdict}: {counts} in {self.duration_s:.1f}s (tiers: {', '.join(self.tiers) or '-'})")
         return "\n".join(lines)
+
+    def engine_evidence(self) -> list[dict]:
+        """One row per engine-tier comparison: what ran where, on which vLLM build, the verdict, the
+        seconds its generate runs took (the PR body's evidence)."""
+        engine = self.environment.get("engine")
+        engine = engine if isinstance(engine, dict) else {}
+        rows = []
+        for record in (r for r in self.records if r.tier == "engine" and r.check == "tokens-equal-pp1"):
+            runs = [r for r in self.records if r.tier == "engine" and r.check == "generate"
+                    and (r.arch, r.path) == (record.arch, record.path)]
+            rows.append({
+                "arch": record.arch,
+                "path": record.path,
+                "tier": "engine",
+                "pp": record.pp,
+                "device": record.device or engine.get("device"),
+                "vllm": f"{engine.get('build') or 'vllm'} {engine.get('vllm')}" if engine else None,
+                "tokens_equal": {"pass": True, "fail": False}.get(record.status.value),
+                "status": record.status.value,
+                "seconds": round(sum(r.duration_s for r in runs), 1),
+            })
+        return rows
 
 
 def _clip(text: str, width: int = 240) -> str:

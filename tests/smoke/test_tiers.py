@@ -13,6 +13,7 @@ CPU_BOX = Machine(python=Path("/py"), vllm="0.33.0", vllm_dir=Path("/site/vllm")
 ONE_GPU = Machine(python=Path("/py"), vllm="0.33.0", vllm_dir=Path("/site/vllm"), cuda_devices=1)
 TWO_GPUS = Machine(python=Path("/py"), vllm="0.33.0", vllm_dir=Path("/site/vllm"), cuda_devices=2)
 CPU_KERNELS = Machine(python=Path("/py"), vllm="0.32.0", vllm_dir=Path("/site/vllm"), cpu_kernels=True)
+WITH_CPU_ENGINE = Machine(python=Path("/py"), vllm="0.33.0", vllm_dir=Path("/site/vllm"), engine=CPU_KERNELS)
 
 
 @pytest.mark.parametrize(
@@ -23,6 +24,7 @@ CPU_KERNELS = Machine(python=Path("/py"), vllm="0.32.0", vllm_dir=Path("/site/vl
         (ONE_GPU, Tier.CONTRACT, {Tier.ENGINE}),
         (TWO_GPUS, Tier.ENGINE, set()),
         (CPU_KERNELS, Tier.ENGINE, set()),
+        (WITH_CPU_ENGINE, Tier.ENGINE, set()),
     ],
 )
 def test_default_is_the_highest_runnable_tier(machine: Machine, top: Tier, not_run: set[Tier]) -> None:
@@ -62,7 +64,10 @@ def test_devices() -> None:
     assert CPU_BOX.contract_device == "cpu" and CPU_BOX.engine_device is None
     assert ONE_GPU.contract_device == "cuda"
     assert TWO_GPUS.engine_device == "cuda"
-    assert CPU_KERNELS.engine_device == "cpu"
+    assert CPU_KERNELS.engine_device == "cpu" and CPU_KERNELS.engine_machine is CPU_KERNELS
+    assert WITH_CPU_ENGINE.engine_device == "cpu" and WITH_CPU_ENGINE.engine_machine is CPU_KERNELS
+    assert WITH_CPU_ENGINE.contract_device == "cpu" and WITH_CPU_ENGINE.python == Path("/py")
+    assert Machine(python=Path("/py"), cuda_devices=2, engine=CPU_KERNELS).engine_device == "cuda", "GPUs first"
     assert CPU_BOX.registry == Path("/site/vllm/model_executor/models/registry.py")
 
 

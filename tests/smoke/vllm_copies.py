@@ -10,7 +10,8 @@ from pathlib import Path
 import git
 
 BOT = git.Actor("smoke test", "smoke@example.invalid")
-MODELS = {"llama": "LlamaForCausalLM", "step3_text": "Step3TextForCausalLM", "granite": "GraniteForCausalLM"}
+MODELS = {"llama": "LlamaForCausalLM", "step3_text": "Step3TextForCausalLM", "granite": "GraniteForCausalLM",
+          "gemma3": "Gemma3ForCausalLM", "mixtral": "MixtralForCausalLM"}
 DRAFTERS = {"ernie_mtp": "ErnieMTPModel"}
 """Draft heads: smoked as the last PP rank builds them, not as pipelines (their own cases)."""
 FACTORY_KEYS = '["hidden_states", "residual"], config.hidden_size'

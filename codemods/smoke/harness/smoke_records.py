@@ -28,7 +28,8 @@ class CheckRecord:
 
     `arch` is empty for file-level checks (the static tier); `path` is the changed file (None
     when the installed module ran); `pp` is the PP size the check ran at; `error` is an excerpt
-    of what went wrong; `keys` the intermediate-tensor keys the check saw, by role.
+    of what went wrong (`trace`: the whole traceback it came from, for the JSON report); `keys` the
+    intermediate-tensor keys the check saw, by role.
     """
 
     arch: str
@@ -43,6 +44,7 @@ class CheckRecord:
     path: str | None = None
     device: str | None = None
     notes: list[str] = field(default_factory=list)
+    trace: str = ""
 
     def to_json(self) -> dict:
         data = asdict(self)
@@ -75,9 +77,9 @@ class Emitter:
 
     def __call__(self, check: str, status: str, *, pp: int | None = None, reason: str = "",
                  duration_s: float = 0.0, error: str = "", keys: dict | None = None,
-                 notes: list[str] | None = None) -> None:
+                 notes: list[str] | None = None, trace: str = "") -> None:
         record = CheckRecord(**self.common, check=check, status=Status(status), pp=pp, reason=reason,
-                             duration_s=duration_s, error=error, keys=keys or {}, notes=notes or [])
+                             duration_s=duration_s, error=error, keys=keys or {}, notes=notes or [], trace=trace)
         with open(self.results, "a") as handle:
             handle.write(json.dumps(record.to_json()) + "\n")
 
