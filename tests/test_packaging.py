@@ -18,6 +18,8 @@ import pytest
 
 from tests.conftest import ROOT
 
+pytestmark = pytest.mark.xdist_group("packaging")  # the wheel is built and installed once, on one worker
+
 MODEL = '''\
 from torch import nn
 

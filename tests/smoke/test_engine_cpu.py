@@ -30,7 +30,7 @@ from tests.conftest import MEASUREMENTS
 
 from .vllm_copies import Copy, make_copy
 
-pytestmark = pytest.mark.vllm
+pytestmark = [pytest.mark.vllm, pytest.mark.xdist_group("smoke-engine")]  # its engine runs once, on one worker
 runner = CliRunner()
 ARCHS = {"llama": "dense, Llama-style", "gemma3": "sliding and global layers, scaled embeddings, four norms "
          "around the residual", "mixtral": "mixture of experts (vLLM's CPU MoE kernels)"}
