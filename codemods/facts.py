@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .families.pm.facts import PMClassFacts
 from .families.pp.facts import PPClassFacts
 from .vllm_names import PRODUCER
 
@@ -139,7 +140,7 @@ class Submodule:
 
 
 @dataclass
-class ClassFacts(PPClassFacts):
+class ClassFacts(PPClassFacts, PMClassFacts):
     name: str
     line: int
     column: int

@@ -14,9 +14,10 @@ snapshots, and nothing else.
 from __future__ import annotations
 
 from .base import ClassFact, Family, Need
+from .pm import FAMILY as PM
 from .pp import FAMILY as PP
 
-FAMILIES: tuple[Family, ...] = (PP,)
+FAMILIES: tuple[Family, ...] = (PP, PM)
 CLASS_FACTS: tuple[ClassFact, ...] = tuple(fact for family in FAMILIES for fact in family.class_facts)
 NEEDS: tuple[Need, ...] = tuple(need for family in FAMILIES for need in family.needs)
 

@@ -1,0 +1,192 @@
+"""What the PM rules compare: a class's own `packed_modules_mapping` against what its loaders
+stack, resolved as vLLM builds the model.
+
+Only the mappings the runtime reads are checked: a top-level model's (a registered
+architecture, or a class that declares `SupportsLoRA`: LoRA's `get_packed_modules_mapping` and
+the loader's `configure_quant_config` read it) and a `SupportsQuant` class's (its `__new__`
+merges it into the quantization config). A mapping with a dotted key (`"self_attn.qkv_proj"`) is
+not in the form the runtime looks names up in, and is left alone.
+
+The loaders are those of the class's MRO and of the submodules it builds (and theirs, a few
+levels down, through model classes only: a language model built by architecture, a tower, a
+drafter), since LoRA and quantization expand a fused layer by its last name, wherever in the
+model it sits. A param two loaders stack from different shards, or by shard ids that cannot be
+ordered, implies nothing. Where some submodule cannot be resolved (`partial`), a loader not seen
+may stack a param of the same name otherwise: only what the class's own MRO stacks is sure.
+A class whose `load_weights` loads every weight itself never runs its submodules' loaders, and
+a tower's (`self.visual`, `self.audio_tower`) is left out: LoRA reaches a tower only when
+`enable_tower_connector_lora` is set, and a tower's checkpoint may hold its fused layer as is
+(Qwen2.5-VL's `"qkv": ["qkv"]`), which a loader that takes both layouts does not tell.
+A param counts only where a module of the model builds a layer of its name (`self.<name> =`, in
+the files of the loaders, of the class, and of the model modules they import): a loader may
+keep stacking a layer its model no longer builds (ChatGLM's `merged_proj`, left from GLM-4V).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ....facts import KeyUse, Located, Submodule
+from ....index import ClassRef
+from ....rules.base import Context
+from ..facts.packed import Mapping
+
+DEPTH = 3
+"""Levels of submodules whose loaders count (model -> language model -> its inner model)."""
+TOWER = re.compile(r"visual|vision|audio|tower|encoder|vit", re.IGNORECASE)
+"""The attribute names of a multimodal model's towers."""
+READERS = frozenset({"SupportsLoRA", "SupportsQuant"})
+"""Interfaces whose classes' mappings the runtime reads, whatever builds them."""
+QKV = {"q": 0, "k": 1, "v": 2}
+"""The string shard ids of `QKVParallelLinear.weight_loader`, in the order of its output."""
+
+
+@dataclass
+class Packing:
+    """A class that owns a mapping, what its MRO changes at run time, and what its loaders imply:
+    param -> its shards ordered by shard id (`implied`), with where each was stacked."""
+
+    ref: ClassRef
+    mapping: Mapping
+    runtime: set[str] = field(default_factory=set)
+    runtime_unknown: bool = False
+    implied: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    stacked: dict[str, list[Located]] = field(default_factory=dict)
+    opaque: bool = False
+    """Some loader's `stacked_params_mapping` is not all literal triples: nothing is implied."""
+    partial: bool = False
+    """Some submodule of a class whose loader counts could not be resolved."""
+    own: set[str] = field(default_factory=set)
+    """The params the class's own MRO stacks."""
+
+    def sure(self, param: str) -> bool:
+        """Whether no loader left unseen can stack `param` from other shards."""
+        return not self.partial or param in self.own
+
+    def evidence(self, ctx: Context, param: str) -> list:
+        return ctx.evidence(self.stacked.get(param, []), "stacked")
+
+
+def packings(ctx: Context) -> list[Packing]:
+    """Every class of the checked files that assigns a mapping of its own, with what it implies."""
+    found = []
+    entries = {ref.key for ref in ctx.entries + ctx.drafts}
+    for module, cls in ctx.target_classes():
+        mapping = cls.packed.mapping if cls.packed else None
+        if mapping is None or any("." in e.key for e in mapping.entries):
+            continue
+        ref = ClassRef(module, cls)
+        if ref.key not in entries and not READERS & ctx.index.base_names(ref):
+            continue
+        packing = Packing(ref, mapping)
+        for node in ctx.index.mro(ref):
+            facts = node.cls.packed if node.may_hold("packed_modules_mapping") else None
+            if facts is not None:
+                packing.runtime.update(facts.runtime)
+                packing.runtime_unknown |= facts.runtime_unknown
+        loaders = _loaders(ctx, packing)
+        _imply(packing, loaders, set(ctx.index.mro(ref)))
+        built = _built(ctx, [ref, *loaders], packing.implied)
+        packing.implied = {param: shards for param, shards in packing.implied.items() if param in built}
+        found.append(packing)
+    return found
+
+
+def _loaders(ctx: Context, packing: Packing) -> list[ClassRef]:
+    """The classes of the class's MRO and of the model classes it builds, `DEPTH` levels down."""
+    seen: list[ClassRef] = []
+    frontier = [packing.ref]
+    for _ in range(DEPTH):
+        following: list[ClassRef] = []
+        for holder in frontier:
+            for node in ctx.index.mro(holder):
+                if node in seen or not _model_class(node):
+                    continue
+                seen.append(node)
+                if _loads_alone(ctx, holder):
+                    continue
+                for attr in node.cls.submodules:
+                    if TOWER.search(attr):
+                        continue
+                    built = ctx.resolver.built_by(holder, node, attr)
+                    if isinstance(built, list):
+                        following.extend(c for c in built if c not in seen and _model_class(c))
+                    elif any(_may_be_model(node, sub) for sub in node.cls.submodules[attr]):
+                        packing.partial = True
+        frontier = following
+    return seen
+
+
+def _loads_alone(ctx: Context, ref: ClassRef) -> bool:
+    """Whether the `load_weights` an instance of `ref` runs loads every weight itself."""
+    method = next((node for node in ctx.index.mro(ref) if node.defines("load_weights")), None)
+    facts = method.cls.packed if method is not None else None
+    return facts is not None and facts.loads_alone
+
+
+def _may_be_model(node: ClassRef, sub: Submodule) -> bool:
+    """Whether a construction that resolved to no class may build a model class: one built by
+    architecture or by a method, or a class imported from a models package."""
+    head = sub.ctor.split(".")[0]
+    return sub.dynamic or any("models" in source.split(".") for source, _ in node.module.imports.get(head, ()))
+
+
+def _model_class(ref: ClassRef) -> bool:
+    """A class of a models package, or of a plugin's or a fork's own (not a layer of vLLM's)."""
+    parts = ref.module.module.split(".")
+    return "models" in parts or parts[0] != "vllm"
+
+
+def _imply(packing: Packing, loaders: list[ClassRef], own: set[ClassRef]) -> None:
+    by_param: dict[str, dict[int | str | None, set[str]]] = {}
+    for node in loaders:
+        facts = node.cls.packed if node.may_hold("stacked_params_mapping") else None
+        if facts is None:
+            continue
+        packing.opaque |= facts.stacks_opaque
+        for stack in facts.stacks:
+            param = _last(stack.param)
+            by_param.setdefault(param, {}).setdefault(stack.shard_id, set()).add(_last(stack.shard))
+            packing.stacked.setdefault(param, []).append(Located(node.module.path, KeyUse(param, stack.line)))
+            if node in own:
+                packing.own.add(param)
+    if packing.opaque:
+        return
+    for param, shards in by_param.items():
+        order = _order(list(shards))
+        if order is not None and all(len(shards[i]) == 1 for i in order) and len(order) > 1:
+            packing.implied[param] = tuple(next(iter(shards[i])) for i in order)
+
+
+def _built(ctx: Context, classes: list[ClassRef], params: dict[str, tuple[str, ...]]) -> set[str]:
+    """Those of `params` that a module of `classes`, or a model module one of them imports from,
+    builds as `self.<param> = ...`."""
+    if not params:
+        return set()
+    pattern = re.compile(rb"self\.(" + b"|".join(re.escape(p.encode()) for p in params) + rb")\s*(?::[^=\n]*)?=[^=]")
+    modules = {c.module.path: c.module for c in classes}
+    for module in list(modules.values()):
+        for source, attr in (pair for pairs in module.imports.values() for pair in pairs):
+            for name in (source, f"{source}.{attr}") if attr else (source,):
+                parts = name.split(".")
+                other = ctx.index.module(name) if "models" in parts or parts[0] != "vllm" else None
+                if other is not None:
+                    modules.setdefault(other.path, other)
+    return {m.group(1).decode() for module in modules.values() for m in pattern.finditer(module.source)}
+
+
+def _order(ids: list) -> list | None:
+    """The shard ids in the order of the fused layer's output, or None when they cannot be told:
+    ints ascending, or "q", "k", "v"."""
+    if all(isinstance(i, int) for i in ids):
+        return sorted(ids)
+    if all(isinstance(i, str) and i in QKV for i in ids):
+        return sorted(ids, key=QKV.__getitem__)
+    return None
+
+
+def _last(name: str) -> str:
+    """The name LoRA and quantization match a layer by: its last part (`self_attn.qkv_proj`)."""
+    return name.rsplit(".", 1)[-1]
+
