@@ -63,7 +63,8 @@ class Stack:
 class PackedFacts:
     mapping: Mapping | None = None
     runtime: tuple[str, ...] = ()
-    """Keys a method sets on `self.packed_modules_mapping[...]` (a mapping extended at run time)."""
+    """Keys a method sets on `self.packed_modules_mapping[...]` (a mapping extended at run time;
+    `cls.` in `__new__` too)."""
     runtime_unknown: bool = False
     """A method reassigns, updates or pops `self.packed_modules_mapping`: what it holds then is not known."""
     stacks: tuple[Stack, ...] = ()
@@ -137,8 +138,9 @@ def _strings(node: ast.expr) -> tuple[str, ...] | None:
 
 
 def _is_self_mapping(node: ast.expr) -> bool:
+    """`self.packed_modules_mapping`, or `cls.packed_modules_mapping` (in `__new__`)."""
     return (isinstance(node, ast.Attribute) and node.attr == MAPPING
-            and isinstance(node.value, ast.Name) and node.value.id == "self")
+            and isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
 
 
 def _runtime_change(node: ast.AST) -> tuple[str, bool]:

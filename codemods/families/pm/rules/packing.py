@@ -2,9 +2,11 @@
 stack, resolved as vLLM builds the model.
 
 Only the mappings the runtime reads are checked: a top-level model's (a registered
-architecture, or a class that declares `SupportsLoRA`: LoRA's `get_packed_modules_mapping` and
-the loader's `configure_quant_config` read it) and a `SupportsQuant` class's (its `__new__`
-merges it into the quantization config). A mapping with a dotted key (`"self_attn.qkv_proj"`) is
+architecture or drafter: LoRA's `get_packed_modules_mapping` and the loader's
+`configure_quant_config` read it) and a `SupportsQuant` class's (its `__new__` merges it into the
+quantization config). Without a registry (a plugin, a fork, a lone file) a class that declares
+`SupportsLoRA` stands for a top-level model; with one, a base that declares it is not one (Grok's
+base, whose registered class merges its subclasses' mappings in `__new__`). A mapping with a dotted key (`"self_attn.qkv_proj"`) is
 not in the form the runtime looks names up in, and is left alone.
 
 The loaders are those of the class's MRO and of the submodules it builds (and theirs, a few
@@ -24,10 +26,11 @@ keep stacking a layer its model no longer builds (ChatGLM's `merged_proj`, left 
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 
-from ....facts import KeyUse, Located, Submodule
+from ....facts import KeyUse, Located, ModuleFacts, Submodule
 from ....index import ClassRef
 from ....rules.base import Context
 from ..facts.packed import Mapping
@@ -36,8 +39,8 @@ DEPTH = 3
 """Levels of submodules whose loaders count (model -> language model -> its inner model)."""
 TOWER = re.compile(r"visual|vision|audio|tower|encoder|vit", re.IGNORECASE)
 """The attribute names of a multimodal model's towers."""
-READERS = frozenset({"SupportsLoRA", "SupportsQuant"})
-"""Interfaces whose classes' mappings the runtime reads, whatever builds them."""
+QUANT = frozenset({"SupportsQuant"})
+"""The interface whose classes' mappings the runtime reads, whatever builds them."""
 QKV = {"q": 0, "k": 1, "v": 2}
 """The string shard ids of `QKVParallelLinear.weight_loader`, in the order of its output."""
 
@@ -69,15 +72,29 @@ class Packing:
 
 
 def packings(ctx: Context) -> list[Packing]:
-    """Every class of the checked files that assigns a mapping of its own, with what it implies."""
+    """Every class of the checked files that assigns a mapping of its own, with what it implies
+    (worked out once per context: every PM rule reads them)."""
+    if _MEMO and _MEMO[0] is ctx:
+        return _MEMO[1]
+    found = _packings(ctx)
+    _MEMO[:] = [ctx, found]
+    return found
+
+
+_MEMO: list = []
+"""The last context's packings."""
+
+
+def _packings(ctx: Context) -> list[Packing]:
     found = []
     entries = {ref.key for ref in ctx.entries + ctx.drafts}
+    readers = QUANT if ctx.registry_found else QUANT | {"SupportsLoRA"}
     for module, cls in ctx.target_classes():
         mapping = cls.packed.mapping if cls.packed else None
         if mapping is None or any("." in e.key for e in mapping.entries):
             continue
         ref = ClassRef(module, cls)
-        if ref.key not in entries and not READERS & ctx.index.base_names(ref):
+        if ref.key not in entries and not readers & ctx.index.base_names(ref):
             continue
         packing = Packing(ref, mapping)
         for node in ctx.index.mro(ref):
@@ -100,19 +117,18 @@ def _loaders(ctx: Context, packing: Packing) -> list[ClassRef]:
     for _ in range(DEPTH):
         following: list[ClassRef] = []
         for holder in frontier:
+            alone = _loads_alone(ctx, holder)
             for node in ctx.index.mro(holder):
                 if node in seen or not _model_class(node):
                     continue
                 seen.append(node)
-                if _loads_alone(ctx, holder):
-                    continue
-                for attr in node.cls.submodules:
-                    if TOWER.search(attr):
+                for attr, subs in ({} if alone else node.cls.submodules).items():
+                    if TOWER.search(attr) or not any(_may_be_model(node, sub) for sub in subs):
                         continue
                     built = ctx.resolver.built_by(holder, node, attr)
                     if isinstance(built, list):
                         following.extend(c for c in built if c not in seen and _model_class(c))
-                    elif any(_may_be_model(node, sub) for sub in node.cls.submodules[attr]):
+                    else:
                         packing.partial = True
         frontier = following
     return seen
@@ -126,10 +142,15 @@ def _loads_alone(ctx: Context, ref: ClassRef) -> bool:
 
 
 def _may_be_model(node: ClassRef, sub: Submodule) -> bool:
-    """Whether a construction that resolved to no class may build a model class: one built by
-    architecture or by a method, or a class imported from a models package."""
+    """Whether a construction may build a model class (whose loader counts): one built by
+    architecture or by a method, a class of the module itself, or one imported from a models
+    package or from the module's own package outside vLLM (a plugin's); not a layer of vLLM's."""
     head = sub.ctor.split(".")[0]
-    return sub.dynamic or any("models" in source.split(".") for source, _ in node.module.imports.get(head, ()))
+    own = node.module.module.split(".")[0]
+    return sub.dynamic or head in node.module.classes or any(
+        "models" in source.split(".") or own != "vllm" and source.split(".")[0] == own
+        for source, _ in node.module.imports.get(head, ())
+    )
 
 
 def _model_class(ref: ClassRef) -> bool:
@@ -161,19 +182,32 @@ def _imply(packing: Packing, loaders: list[ClassRef], own: set[ClassRef]) -> Non
 
 def _built(ctx: Context, classes: list[ClassRef], params: dict[str, tuple[str, ...]]) -> set[str]:
     """Those of `params` that a module of `classes`, or a model module one of them imports from,
-    builds as `self.<param> = ...`."""
-    if not params:
-        return set()
-    pattern = re.compile(rb"self\.(" + b"|".join(re.escape(p.encode()) for p in params) + rb")\s*(?::[^=\n]*)?=[^=]")
-    modules = {c.module.path: c.module for c in classes}
-    for module in list(modules.values()):
-        for source, attr in (pair for pairs in module.imports.values() for pair in pairs):
-            for name in (source, f"{source}.{attr}") if attr else (source,):
-                parts = name.split(".")
-                other = ctx.index.module(name) if "models" in parts or parts[0] != "vllm" else None
-                if other is not None:
-                    modules.setdefault(other.path, other)
-    return {m.group(1).decode() for module in modules.values() for m in pattern.finditer(module.source)}
+    builds as `self.<param> = ...` (the imported modules are read only for what their own do not)."""
+    modules = list({c.module.path: c.module for c in classes}.values())
+    found = _found(modules, set(params))
+    if len(found) == len(params):
+        return found
+    names = {
+        name for module in modules for pairs in module.imports.values() for source, attr in pairs
+        for name in ((source, f"{source}.{attr}") if attr else (source,))
+        if "models" in name.split(".") or not name.startswith("vllm.")
+    }
+    others = [other for name in sorted(names) if (other := ctx.index.module(name)) is not None]
+    return found | _found(others, set(params) - found)
+
+
+def _found(modules: list[ModuleFacts], params: set[str]) -> set[str]:
+    return {param for param in params if any(_assigns(module.source, param) for module in modules)}
+
+
+def _assigns(source: bytes, attr: str) -> bool:
+    """Whether a module assigns `self.<attr>` (annotated or not)."""
+    return source.find(b"self." + attr.encode()) >= 0 and _assignment(attr).search(source) is not None
+
+
+@functools.lru_cache(maxsize=256)
+def _assignment(attr: str) -> re.Pattern[bytes]:
+    return re.compile(rb"self\." + re.escape(attr.encode()) + rb"\s*(?::[^=\n]*)?=[^=]")
 
 
 def _order(ids: list) -> list | None:
