@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 
 from ....facts import KeyUse, Located, ModuleFacts, Submodule
 from ....index import ClassRef
+from ....resolve import NOT_MODULES
 from ....rules.base import Context
 from ..facts.packed import Mapping
 
@@ -147,6 +148,8 @@ def _may_be_model(node: ClassRef, sub: Submodule) -> bool:
     package or from the module's own package outside vLLM (a plugin's); not a layer of vLLM's."""
     head = sub.ctor.split(".")[0]
     own = node.module.module.split(".")[0]
+    if sub.ctor.split(".")[-1] in NOT_MODULES:
+        return False  # a placeholder or a container (`PPMissingLayer`, `ModuleList`)
     return sub.dynamic or head in node.module.classes or any(
         "models" in source.split(".") or own != "vllm" and source.split(".")[0] == own
         for source, _ in node.module.imports.get(head, ())
