@@ -115,20 +115,21 @@ def _loaders(ctx: Context, packing: Packing) -> list[ClassRef]:
     """The classes of the class's MRO and of the model classes it builds, `DEPTH` levels down."""
     seen: list[ClassRef] = []
     frontier = [packing.ref]
+    home = packing.ref.module.module.split(".")[0]
     for _ in range(DEPTH):
         following: list[ClassRef] = []
         for holder in frontier:
             alone = _loads_alone(ctx, holder)
             for node in ctx.index.mro(holder):
-                if node in seen or not _model_class(node):
+                if node in seen or not _model_module(node.module.module, home):
                     continue
                 seen.append(node)
                 for attr, subs in ({} if alone else node.cls.submodules).items():
-                    if TOWER.search(attr) or not any(_may_be_model(node, sub) for sub in subs):
+                    if TOWER.search(attr) or not any(_may_be_model(node, sub, home) for sub in subs):
                         continue
                     built = ctx.resolver.built_by(holder, node, attr)
                     if isinstance(built, list):
-                        following.extend(c for c in built if c not in seen and _model_class(c))
+                        following.extend(c for c in built if c not in seen and _model_module(c.module.module, home))
                     else:
                         packing.partial = True
         frontier = following
@@ -142,24 +143,23 @@ def _loads_alone(ctx: Context, ref: ClassRef) -> bool:
     return facts is not None and facts.loads_alone
 
 
-def _may_be_model(node: ClassRef, sub: Submodule) -> bool:
+def _may_be_model(node: ClassRef, sub: Submodule, home: str) -> bool:
     """Whether a construction may build a model class (whose loader counts): one built by
-    architecture or by a method, a class of the module itself, or one imported from a models
-    package or from the module's own package outside vLLM (a plugin's); not a layer of vLLM's."""
+    architecture or by a method, a class of the module itself, or one imported from a model
+    module (`_model_module`)."""
     head = sub.ctor.split(".")[0]
-    own = node.module.module.split(".")[0]
     if sub.ctor.split(".")[-1] in NOT_MODULES:
         return False  # a placeholder or a container (`PPMissingLayer`, `ModuleList`)
     return sub.dynamic or head in node.module.classes or any(
-        "models" in source.split(".") or own != "vllm" and source.split(".")[0] == own
-        for source, _ in node.module.imports.get(head, ())
+        _model_module(source, home) for source, _ in node.module.imports.get(head, ())
     )
 
 
-def _model_class(ref: ClassRef) -> bool:
-    """A class of a models package, or of a plugin's or a fork's own (not a layer of vLLM's)."""
-    parts = ref.module.module.split(".")
-    return "models" in parts or parts[0] != "vllm"
+def _model_module(name: str, home: str) -> bool:
+    """A module of a models package, or of the checked class's own package outside vLLM (a
+    plugin's or a fork's) other than its layers: not a layer of vLLM's or of the fork's."""
+    parts = name.split(".")
+    return "models" in parts or parts[0] == home != "vllm" and "layers" not in parts
 
 
 def _imply(packing: Packing, loaders: list[ClassRef], own: set[ClassRef]) -> None:
@@ -187,13 +187,14 @@ def _built(ctx: Context, classes: list[ClassRef], params: dict[str, tuple[str, .
     """Those of `params` that a module of `classes`, or a model module one of them imports from,
     builds as `self.<param> = ...` (the imported modules are read only for what their own do not)."""
     modules = list({c.module.path: c.module for c in classes}.values())
+    home = classes[0].module.module.split(".")[0]
     found = _found(modules, set(params))
     if len(found) == len(params):
         return found
     names = {
         name for module in modules for pairs in module.imports.values() for source, attr in pairs
         for name in ((source, f"{source}.{attr}") if attr else (source,))
-        if "models" in name.split(".") or not name.startswith("vllm.")
+        if _model_module(name, home)
     }
     others = [other for name in sorted(names) if (other := ctx.index.module(name)) is not None]
     return found | _found(others, set(params) - found)
