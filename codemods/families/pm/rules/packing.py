@@ -6,8 +6,9 @@ architecture or drafter: LoRA's `get_packed_modules_mapping` and the loader's
 `configure_quant_config` read it) and a `SupportsQuant` class's (its `__new__` merges it into the
 quantization config). Without a registry (a plugin, a fork, a lone file) a class that declares
 `SupportsLoRA` stands for a top-level model; with one, a base that declares it is not one (Grok's
-base, whose registered class merges its subclasses' mappings in `__new__`). A mapping with a dotted key (`"self_attn.qkv_proj"`) is
-not in the form the runtime looks names up in, and is left alone.
+base, whose registered class merges its subclasses' mappings in `__new__`). A mapping with a
+dotted key (`"self_attn.qkv_proj"`) is not in the form the runtime looks names up in, and is
+left alone.
 
 The loaders are those of the class's MRO and of the submodules it builds (and theirs, a few
 levels down, through model classes only: a language model built by architecture, a tower, a

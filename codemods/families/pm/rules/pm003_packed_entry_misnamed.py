@@ -74,7 +74,8 @@ def check(ctx: Context) -> list[Finding]:
             path = packing.ref.module.path
             fix = Fix(
                 applicability=Applicability.UNSAFE,
-                description=f'rename "{entry.key}" to "{layer}" (unsafe: "{entry.key}" may be a layer of another checkpoint)',
+                description=f'rename "{entry.key}" to "{layer}" '
+                f'(unsafe: "{entry.key}" may be a layer of another checkpoint)',
                 edits=(PackedEntry(path=Path(path), line=mapping.line, column=mapping.column,
                                    existing=tuple(e.key for e in mapping.entries), keys=(layer,),
                                    shards=entry.shards, rename=entry.key),),
