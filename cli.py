@@ -442,6 +442,25 @@ def smoke(
     ))
 
 
+@contextmanager
+def _only_the_command(first: list[str]):
+    """Hand typer only the command the arguments name: it builds each command it is given from
+    the function's signature and type hints, about 30 ms for all of them, which every
+    pre-commit run would pay for one. Help, completion and a name that is no command see them all."""
+    commands = app.registered_commands
+    picked = [c for c in commands if first and _name(c) == first[0]]
+    if picked and "_CONTRACTFIX_COMPLETE" not in os.environ:
+        app.registered_commands = picked
+    try:
+        yield
+    finally:
+        app.registered_commands = commands
+
+
+def _name(command: typer.models.CommandInfo) -> str:
+    return command.name or getattr(command.callback, "__name__", "").replace("_", "-")
+
+
 def run() -> None:
     """The `contractfix` script: `app`, then the exit handlers, then an exit that leaves the
     objects of the run to the operating system (a whole tree's facts take about 30 ms to free
@@ -453,7 +472,8 @@ def run() -> None:
     traversing the facts it holds, to collect those few thousand. `sweep` turns it back on."""
     gc.disable()
     try:
-        app(prog_name="contractfix")
+        with _only_the_command(sys.argv[1:2]):
+            app(prog_name="contractfix")
     except SystemExit as stop:
         if stop.code is not None and not isinstance(stop.code, int):
             raise

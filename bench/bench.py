@@ -10,8 +10,15 @@ reused) and their Python sources unpacked under <cache>/bench/src/<version>/. No
 written by the commands measured: `fix` runs with --diff and the libcst codemod with -u.
 
 The package's bytecode is written first, as an install writes it (see `_compile_package`).
-Then, per version, the cold whole-tree check and `ruff check --no-cache --select F401` run pair by
-pair (--runs pairs) and the median of the per-pair ratios is printed, with the load average.
+Then the four figures, each beside its reference, pair by pair (--runs pairs; the median of the
+per-pair ratios is printed, with the load average):
+- the cold whole-tree check against `ruff check --no-cache --select F401`, per version;
+- a warm one-file check (the pre-commit case) against `python -c pass`;
+- `fix --diff --unsafe-fixes` against `check`, on each version and on the newest with one violation
+  injected into each model file that has a site for one (tests/mutations.py);
+- the growth of `fix` and `check` in one generated file, by fixable classes and by lines, as the
+  fitted exponent of CPU time against size (bench/generated.py).
+`--page docs` writes docs/benchmark.json and renders docs/benchmark.md from it (bench/page.py).
 Then every command runs as a subprocess (interpreter start-up included): one warm-up run, then --runs
 timed runs whose median is reported, then one more run sampling the resident memory of the whole
 process tree (workers included) every few milliseconds for the peak. "cold" runs get an empty
@@ -39,6 +46,11 @@ from pathlib import Path
 
 import psutil
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import generated  # noqa: E402 (bench/ is no package: its modules import each other from this folder)
+import page  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
 VERSIONS = ("0.21.0", "0.33.0")
 ONE_FILE = "vllm/model_executor/models/llama.py"
 TARGETS = {"check": 1.5, "ratio": 4.0, "one_file": 0.6, "peak_mb": 300.0}
@@ -76,6 +88,8 @@ def main() -> None:
     parser.add_argument("--cache", type=Path, default=_default_cache(), help="where wheels and sources are kept")
     parser.add_argument("--output", type=Path, help="JSON results (default: <cache>/bench/results.json)")
     parser.add_argument("--cold-ratio", action="store_true", help="only the cold check vs ruff pairs (a minute, not an hour)")
+    parser.add_argument("--figures-only", action="store_true", help="the four figures, not every command")
+    parser.add_argument("--page", type=Path, help="also write <PAGE>/benchmark.json and render <PAGE>/benchmark.md")
     args = parser.parse_args()
     output = args.output or args.cache / "bench" / "results.json"
 
@@ -83,22 +97,131 @@ def main() -> None:
     print(_machine_line(machine), flush=True)
     print(_compile_package(), flush=True)
     runs = {}
-    for version in args.versions:
-        tree = sources(version, args.cache)
+    figures: dict = {"cold_check_vs_ruff": {}}
+    trees = {version: sources(version, args.cache) for version in args.versions}
+    for version, tree in trees.items():
         print(f"\n== vLLM {version}: {tree} ({_count_py(tree)} Python files)", flush=True)
         pairs = cold_pairs(tree, args.runs)
-        print(f"cold check vs `ruff check --no-cache --select F401`, {len(pairs)} interleaved pairs: "
-              f"median ratio {statistics.median(r for _, _, r in pairs):.2f}x "
-              f"({statistics.median(c for c, _, _ in pairs):.3f} s vs {statistics.median(f for _, f, _ in pairs):.3f} s), "
-              f"load average {os.getloadavg()[0]:.1f}", flush=True)
-        results = [] if args.cold_ratio else measure(tasks(tree), args.runs)
+        figures["cold_check_vs_ruff"][version] = _figure(pairs, files=_count_py(tree))
+        _say("cold check vs `ruff check --no-cache --select F401`", figures["cold_check_vs_ruff"][version])
+    if not args.cold_ratio:
+        figures.update(other_figures(trees, args.runs))
+    for version, tree in trees.items():
+        results = [] if args.cold_ratio or args.figures_only else measure(tasks(tree), args.runs)
         if results:
-            print(table(results), flush=True)
-        runs[version] = {"cold_pairs": pairs, "results": [asdict(r) for r in results]}
-    document = {"machine": machine, "load_average_at_end": os.getloadavg(), "runs_per_command": args.runs, "targets": TARGETS, "results": runs}
+            print(f"\n== every command on vLLM {version}\n" + table(results), flush=True)
+        runs[version] = {"results": [asdict(r) for r in results]}
+    document = {
+        "machine": machine, "load_average_at_end": os.getloadavg(), "runs_per_command": args.runs, "targets": TARGETS,
+        "figures": figures, "results": runs,
+    }
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(document, indent=2) + "\n", "utf-8")
     print(f"\nwrote {output}")
+    if args.page:
+        (args.page / "benchmark.json").write_text(json.dumps(document, indent=2) + "\n", "utf-8")
+        (args.page / "benchmark.md").write_text(page.render(document), "utf-8")
+        print(f"wrote {args.page / 'benchmark.json'} and {args.page / 'benchmark.md'}")
+
+
+def other_figures(trees: dict[str, Path], runs: int) -> dict:
+    """The one-file, fix and growth figures (see the module's docstring), printed as they come."""
+    newest = list(trees)[-1]
+    figures: dict = {}
+    with tempfile.TemporaryDirectory(prefix="contractfix-bench-") as scratch:
+        figures["one_file_vs_python"] = {
+            **_figure(one_file_pairs(trees[newest], runs, scratch)), "file": ONE_FILE, "goal_s": 0.15, "goal_ratio": 3.0,
+        }
+        _say(f"warm one-file check of {ONE_FILE} vs `python -c pass`", figures["one_file_vs_python"])
+        fix_trees = {f"vLLM {v}": tree for v, tree in trees.items()}
+        fix_trees[f"vLLM {newest}, one violation injected per model file"] = mutated(trees[newest], Path(scratch))
+        figures["fix_vs_check"] = {}
+        for label, tree in fix_trees.items():
+            figures["fix_vs_check"][label] = {**_figure(fix_pairs(tree, runs, scratch)), "fixes": _fixable(tree, scratch)}
+            _say(f"fix --diff vs check on {label}", figures["fix_vs_check"][label])
+        figures["fix_growth"] = generated.growth(Path(scratch))
+        for what, g in figures["fix_growth"].items():
+            print(f"growth by {what} {g['sizes']}: fix exponent {g['fix_exponent']:.2f}, "
+                  f"check exponent {g['check_exponent']:.2f}", flush=True)
+    return figures
+
+
+def _figure(pairs: list[tuple[float, float, float]], **extra) -> dict:
+    """The medians of (ours, reference, ratio) pairs."""
+    return {
+        "ours": statistics.median(p[0] for p in pairs), "reference": statistics.median(p[1] for p in pairs),
+        "ratio": statistics.median(p[2] for p in pairs), "pairs": pairs, **extra,
+    }
+
+
+def _say(what: str, figure: dict) -> None:
+    print(f"{what}, {len(figure['pairs'])} interleaved pairs: median ratio {figure['ratio']:.2f}x "
+          f"({figure['ours']:.3f} s vs {figure['reference']:.3f} s), load average {os.getloadavg()[0]:.1f}", flush=True)
+
+
+def one_file_pairs(tree: Path, runs: int, scratch: str) -> list[tuple[float, float, float]]:
+    """(warm one-file check, `python -c pass`, ratio): the facts cache is filled by a first run."""
+    contractfix = _contractfix()
+    env = {**os.environ, "CONTRACTFIX_CACHE_DIR": tempfile.mkdtemp(dir=scratch)}
+    one = str(tree.parent / ONE_FILE)
+    run([contractfix, "check", one], env, scratch)
+    pairs = []
+    for _ in range(max(runs, 15)):  # a tenth of a second each: more pairs for a steadier median
+        ours = run([contractfix, "check", one], env, scratch)
+        theirs = run([sys.executable, "-c", "pass"], env, scratch)
+        pairs.append((ours, theirs, ours / theirs))
+    return pairs
+
+
+def fix_pairs(tree: Path, runs: int, scratch: str) -> list[tuple[float, float, float]]:
+    """(`fix --diff --unsafe-fixes`, `check`, ratio), each with an empty facts cache."""
+    contractfix = _contractfix()
+    pairs = []
+    for _ in range(min(runs, SLOW_RUNS)):
+        cold = {**os.environ, "CONTRACTFIX_CACHE_DIR": tempfile.mkdtemp(dir=scratch)}
+        ours = run([contractfix, "fix", "--diff", "--unsafe-fixes", str(tree)], cold, scratch)
+        cold = {**os.environ, "CONTRACTFIX_CACHE_DIR": tempfile.mkdtemp(dir=scratch)}
+        theirs = run([contractfix, "check", str(tree)], cold, scratch)
+        pairs.append((ours, theirs, ours / theirs))
+    return pairs
+
+
+def _fixable(tree: Path, scratch: str) -> int:
+    env = {**os.environ, "CONTRACTFIX_CACHE_DIR": tempfile.mkdtemp(dir=scratch)}
+    done = subprocess.run([_contractfix(), "check", "--format", "json", str(tree)], env=env, cwd=scratch,
+                          capture_output=True, check=False)
+    summary = json.loads(done.stdout)["summary"]
+    return summary["fixable"] + summary["unsafe_fixable"]
+
+
+def mutated(tree: Path, scratch: Path) -> Path:
+    """A copy of a vLLM tree with the first violation tests/mutations.py can inject into each model
+    file that has a site for one (a dropped key, a dropped `= None`, an extra key)."""
+    sys.path.insert(0, str(REPO))
+    from contractfix.registry import load_registry
+    from contractfix.vllm_names import REGISTRY
+    from tests.mutations import mutants
+
+    root = scratch / "mutated"
+    shutil.copytree(tree.parent, root, ignore=shutil.ignore_patterns("__pycache__"))
+    registered: dict[str, set[str]] = {}
+    for entry in load_registry(root / REGISTRY):
+        registered.setdefault(entry.module, set()).add(entry.cls)
+    changed = 0
+    for path in sorted((root / REGISTRY.parent).glob("*.py")):
+        module = ".".join(path.relative_to(root).with_suffix("").parts)
+        for kind in ("drop_last_key", "drop_none_default", "add_unsent_key"):
+            found = mutants(kind, path.read_bytes(), registered.get(module, set()))
+            if found:
+                path.write_bytes(found[0].source)
+                changed += 1
+                break
+    print(f"mutated {changed} model files of {tree}", flush=True)
+    return root / "vllm"
+
+
+def _contractfix() -> str:
+    return shutil.which("contractfix") or sys.exit("contractfix is not on PATH: pip install -e '.[bench]'")
 
 
 def _compile_package() -> str:

@@ -13,8 +13,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
-from . import entries, progress, rules, unverified
-from .analysis import analyze_source
+from . import analysis, entries, progress, rules, unverified
+from . import registry as registry_module
 from .cache import FactsCache, default_folder
 from .config import Options
 from .discover import discover, read_regular, read_source, relevant
@@ -23,6 +23,7 @@ from .extra import extra_roots
 from .facts import ModuleFacts
 from .findings import Applicability, FileChange, FileError, Finding, Report
 from .index import ClassRef, Index, contract_packages, module_name, module_of
+from .memo import Memo
 from .registry import RegistryEntry, RegistryError, find_registry, load_registry, root_of
 from .resolve import Resolver
 from .suppress import apply_suppressions
@@ -279,7 +280,7 @@ def _recheck(
     wide = replace(session, targets=session.targets + dependents) if dependents else session
     before = {_identity(f) for f in (evaluate(wide)[0] if dependents else current)}
     for path, result in rewrites.items():
-        swap.put(analyze_source(result.after, str(path), session.index.by_path[str(path)].module))
+        swap.put(analysis.analyze_source(result.after, str(path), session.index.by_path[str(path)].module))
     wide = replace(session, targets=session.targets + dependents) if dependents else session
     after, _ = evaluate(wide)
     remaining = {_identity(f) for f in after}
@@ -396,7 +397,7 @@ def analyze(paths: list[Path], options: Options, report: Report) -> Session:
         if registry:
             try:
                 roots.add(root_of(registry))
-                registered = load_registry(registry)
+                registered = load_registry(registry, Memo(cache.folder, "registry", registry_module.__file__))
             except RegistryError as error:
                 report.errors.append(FileError(registry, str(error)))
                 registry = None

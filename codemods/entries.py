@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .index import ClassRef, Index, import_root, module_of
-from .plugins import plugin_entry_points, read_registrations
+from .memo import Memo
 from .registry import RegistryEntry, RegistryError, is_vllm_registry, load_registry, root_of
 from .vllm_names import DRAFT_TABLE, PP_INTERFACE, PP_LIST, PRODUCER, REGISTRY, TEXT_TABLE
 
@@ -25,6 +25,7 @@ DRAFT_CLASS = re.compile(r"MTP|Eagle|EAGLE|Medusa|Speculator|Drafter|DFlash")
 DRAFT_MODULE = re.compile(r"(^|_)(mtp|eagle\d*|medusa|drafter|speculator)(_|$)")
 MAX_SCANNED = 2**20
 CLASS_HEADER = re.compile(rb"^[ \t]*class\s+\w+\s*\(([^)]*)", re.M)
+WORD = re.compile(rb"\w+")
 PP_LIST_ASSIGNED = re.compile(rb"^" + PP_LIST.encode() + rb"\s*[:=]", re.M)
 
 
@@ -83,6 +84,8 @@ def _collect(index: Index, targets, files: list[Path], registry: Path | None, re
              paths: list[Path], subjects: list[ClassRef]) -> Entries:
     if registry is not None and (is_vllm_registry(registry) or any(e.table == TEXT_TABLE for e in registered)):
         return _from_vllm(index, targets, registry, registered)
+    from .plugins import read_registrations  # configparser and the plugin readers: not for vLLM's tree
+
     result = Entries()
     parts: list[str] = []
     if registry is not None:
@@ -207,6 +210,8 @@ def _built_elsewhere(index: Index, targets, registered: list[RegistryEntry]) -> 
 
 
 def _entry_points(paths: list[Path], targets) -> list:
+    from .plugins import plugin_entry_points
+
     folders: list[Path] = []
     for path in paths:
         path = path.resolve()
@@ -233,9 +238,10 @@ def _from_vllm(index: Index, targets, registry: Path, registered: list[RegistryE
     encoded = {n.encode() for n in names}
     in_entries: set[ClassRef] = set()
     in_drafts: set[ClassRef] = set()
+    bases: Memo[frozenset[bytes]] = Memo(index.cache.folder, "class-bases", __file__)
     for entry in registered:
         known = index.by_name.get(entry.module) is not None or entry.cls in names
-        if not known and not _matches(root, entry.module, encoded):
+        if not known and not _matches(root, entry.module, encoded, bases):
             continue
         group = result.drafts if DRAFT_TABLE in entry.table else result.entries
         held = in_drafts if group is result.drafts else in_entries
@@ -244,16 +250,27 @@ def _from_vllm(index: Index, targets, registry: Path, registered: list[RegistryE
                 held.add(ref)
                 group.append(ref)
     result.drafts = [d for d in result.drafts if d not in in_entries]
+    bases.flush()
     return result
 
 
-def _matches(root: Path, module: str, names: set[bytes]) -> bool:
+def _matches(root: Path, module: str, names: set[bytes], bases: Memo[frozenset[bytes]]) -> bool:
     """Whether a module (not among the targets) defines a subclass of a class named in `names`."""
-    base = root.joinpath(*module.split("."))
-    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+    base = os.path.join(root, *module.split("."))  # not pathlib: 400 modules a one-file check
+    for candidate in (base + ".py", os.path.join(base, "__init__.py")):
         try:
-            data = candidate.read_bytes()
+            words = bases.get(candidate, _base_words, _read)
         except OSError:
             continue
-        return any(names.intersection(re.findall(rb"\w+", m.group(1))) for m in CLASS_HEADER.finditer(data))
+        return not names.isdisjoint(words)
     return False
+
+
+def _read(path: str) -> bytes:
+    with open(path, "rb") as handle:
+        return handle.read()
+
+
+def _base_words(data: bytes) -> frozenset[bytes]:
+    """Every word of the base lists of a module's class headers."""
+    return frozenset(word for header in CLASS_HEADER.finditer(data) for word in WORD.findall(header.group(1)))

@@ -14,6 +14,8 @@ from .vllm_names import PRODUCER
 
 Guard = tuple[tuple[str, bool], ...]
 """Conjunction of configuration conditions: (normalized condition source, polarity)."""
+Needs = tuple[tuple[tuple[str, ...], bool], ...]
+"""Objects (`("self", "model")`) that must, or must not, define `make_empty_intermediate_tensors`."""
 
 
 @dataclass(frozen=True)
@@ -66,13 +68,15 @@ class Access:
 class AlteredOutput:
     """A forward that changes the inner model's output (`var`, assigned at `inner_line`) at
     `line` without returning it unchanged on non-last ranks first. `var` is empty when the inner
-    call is nested in the returned expression."""
+    call is nested in an expression, or unpacked where it is made (`h, extra = self.model(...)`).
+    `how`: "transformed", "unpacked" or "indexed" (by position, `out[0]`)."""
 
     var: str
     inner_line: int
     line: int
     insert_after: int
     target: tuple[str, ...] = ()
+    how: str = "transformed"
 
 
 @dataclass
@@ -94,6 +98,9 @@ class FunctionFacts:
     returns_inner: bool = False
     """Every return hands back, unchanged, what an inner call given `intermediate_tensors` returned
     (a helper a forward may call in place of the inner model)."""
+    returns_tuple: bool = False
+    """Every return gives a tuple literal (`return hidden_states, aux`), on every rank: a caller may
+    unpack what it returns."""
 
     def param(self, name: str) -> Param | None:
         return next((p for p in self.params if p.name == name), None)
@@ -106,7 +113,13 @@ class Producer:
     kind: "factory" (call of `make_empty_intermediate_tensors_factory`), "delegate" (assigned from
     another object's attribute), "method" (a method, closure or bound method; its facts live in
     `ClassFacts.methods` under `method`), "placeholder" (a lambda that cannot take the runner's
-    `(batch_size, dtype, device)`, like `lambda: None`), "unknown" (anything else).
+    `(batch_size, dtype, device)`, like `lambda: None`), "none" (a lambda that returns None, or None
+    itself as an arm), "stub" (`SupportsPP.make_empty_intermediate_tensors`, the interface's own), "unknown" (anything
+    else).
+
+    An arm of a conditional expression (`A.make_... if cond else (lambda: None)`) is a producer of
+    its own, at the arm's place, its guard including the arm's condition; `needs` are the
+    `hasattr(obj, ...)` / `getattr(obj, ..., None) or` tests that take it (`analysis.arms`).
     """
 
     kind: str
@@ -121,6 +134,7 @@ class Producer:
     attr: str = PRODUCER
     scope: str = ""
     """The method whose body assigns it ("__init__", ...); empty for a method or class attribute."""
+    needs: Needs = ()
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
-from .analysis import analyze_source, complete, fill, pending_text_has
+from . import analysis
 from .cache import FactsCache
 from .facts import ClassFacts, FunctionFacts, ModuleFacts, Producer
 from .vllm_names import PRODUCER
@@ -41,14 +41,17 @@ class ClassRef:
     def cls(self) -> ClassFacts:
         name = self.header.name
         if name in self.module.pending and self.module.classes.get(name) is self.header:
-            complete(self.module, name)
+            analysis.complete(self.module, name)
         return self.header
 
     def may_hold(self, pattern: str) -> bool:
         """False when the class's body is unparsed and its text has nothing matching `pattern`
         (so no fact that needs such text); True otherwise. Answered without parsing the body."""
         name = self.header.name
-        return name not in self.module.pending or pending_text_has(self.module, name, pattern)
+        if name not in self.module.pending:
+            return True
+        _, _, first, stop = self.module.pending[name]
+        return re.compile(pattern.encode()).search(self.module.source, first, stop) is not None
 
     @property
     def producers(self) -> list[Producer]:
@@ -165,7 +168,7 @@ class Index:
                 continue
             for cls_name, found in classes.items():
                 if cls_name in facts.pending:
-                    fill(facts, cls_name, found)
+                    analysis.fill(facts, cls_name, found)
 
     def add(self, facts: ModuleFacts) -> None:
         self.by_path[facts.path] = facts
@@ -207,7 +210,7 @@ class Index:
         key = self.cache.key(data, name, "headers" if headers_only else "")
         facts = self.cache.get(key, path)
         if facts is None:
-            facts = analyze_source(data, path, name, headers_only)
+            facts = analysis.analyze_source(data, path, name, headers_only)
             self.cache.put(key, facts)
         facts.source = data
         self.stored(key, facts)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .discover import read_regular
+from .memo import Memo
 from .vllm_names import MODELS_PACKAGE, REGISTRY, REGISTRY_TABLE_SUFFIX
 
 
@@ -59,23 +60,43 @@ def package_of(path: Path) -> str:
     return ".".join(parts) or MODELS_PACKAGE
 
 
-def load_registry(path: Path) -> list[RegistryEntry]:
+def load_registry(path: Path, memo: Memo[list[Raw]] | None = None) -> list[RegistryEntry]:
     """Every `"Arch": ("module", "Class")` or `"Arch": ("folder", "module", "Class")` entry of
     the module-level `*_MODELS` dict literals; module names are relative to the registry's own
     package (a fork's registry maps to the fork), unless already absolute. Raises RegistryError
-    for a file that is not readable Python (mid-edit, or not a registry)."""
+    for a file that is not readable Python (mid-edit, or not a registry). `memo` keeps the
+    literal entries between runs."""
     try:
-        tree = ast.parse(read_regular(path), filename=str(path))
+        if memo is None:
+            raw = _raw_entries(read_regular(path))
+        else:
+            raw = memo.get(path, _raw_entries, read_regular)
+            memo.flush()
+    except OSError as error:
+        raise RegistryError(f"cannot read the registry: {error.strerror or error}") from None
+    package = MODELS_PACKAGE if is_vllm_registry(path) else package_of(path)
+    top = package.split(".")[0]
+    entries = []
+    for arch, relative, cls, table, line in raw:
+        absolute = relative.startswith(("vllm.", f"{top}."))
+        entries.append(RegistryEntry(arch, relative if absolute else f"{package}.{relative}", cls, table, line))
+    return entries
+
+
+Raw = tuple[str, str, str, str, int]
+"""An entry as written: architecture, module (relative or not), class, table, line."""
+
+
+def _raw_entries(data: bytes) -> list[Raw]:
+    try:
+        tree = ast.parse(data)
     except SyntaxError as error:
         raise RegistryError(f"not a model registry: syntax error: {error.msg} (line {error.lineno})") from None
     except ValueError as error:  # a null byte
         raise RegistryError(f"not a model registry: {error}") from None
     except (RecursionError, MemoryError):
         raise RegistryError("not a model registry: too deeply nested for Python's parser") from None
-    except OSError as error:
-        raise RegistryError(f"cannot read the registry: {error.strerror or error}") from None
-    package = MODELS_PACKAGE if is_vllm_registry(path) else package_of(path)
-    entries: list[RegistryEntry] = []
+    entries: list[Raw] = []
     for node in tree.body:
         target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else (
             node.target if isinstance(node, ast.AnnAssign) else None
@@ -86,13 +107,13 @@ def load_registry(path: Path) -> list[RegistryEntry]:
         if not isinstance(table, ast.Dict):
             continue
         for key, value in zip(table.keys, table.values, strict=False):
-            entry = _entry(key, value, target.id, package)
+            entry = _entry(key, value, target.id)
             if entry:
                 entries.append(entry)
     return entries
 
 
-def _entry(key: ast.expr | None, value: ast.expr, table: str, package: str) -> RegistryEntry | None:
+def _entry(key: ast.expr | None, value: ast.expr, table: str) -> Raw | None:
     if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
         return None
     if not (isinstance(value, ast.Tuple) and len(value.elts) in (2, 3)):
@@ -101,10 +122,7 @@ def _entry(key: ast.expr | None, value: ast.expr, table: str, package: str) -> R
     if len(texts) != len(value.elts):
         return None
     *parts, cls = texts
-    relative = ".".join(parts)
-    top = package.split(".")[0]
-    absolute = relative.startswith(("vllm.", f"{top}."))
-    return RegistryEntry(key.value, relative if absolute else f"{package}.{relative}", cls, table, key.lineno)
+    return key.value, ".".join(parts), cls, table, key.lineno
 
 
 def is_vllm_registry(path: Path) -> bool:

@@ -94,7 +94,7 @@ class Resolver:
         for node in chain:
             if node.header.is_protocol:
                 continue
-            producers = [p for p in node.producers if p.scope != "__init__" or node.key in runs]
+            producers = self.effective(ref, node, trail, runs)
             if producers:
                 return self._producers(ref, node, trail, producers)
         opaque = [
@@ -104,6 +104,33 @@ class Resolver:
             unknown = [f"base `{base}` of {node.header.name} resolves to no class" for node, base in opaque]
             return Allocation(Side(unknown=unknown), opaque=[base for _, base in opaque])
         return Allocation(Side(unknown=["no make_empty_intermediate_tensors"]), missing=True)
+
+    def effective(self, ref: ClassRef, node: ClassRef, trail: tuple = (), runs: set | None = None) -> list[Producer]:
+        """The producers of `node` (a class of `ref`'s MRO) that can take effect for an instance of
+        `ref`: one assigned in an `__init__` that runs for it (`runs`, when known), and not an arm
+        its needs rule out."""
+        ran = self.index.initialized(ref) if runs is None else runs
+        return [
+            p for p in node.producers
+            if (p.scope != "__init__" or node.key in ran) and self.taken(ref, p, trail) is not False
+        ]
+
+    def taken(self, ref: ClassRef, producer: Producer, trail: tuple = ()) -> bool | None:
+        """Whether an arm of a conditional expression is taken for an instance of `ref`, as far as
+        its `hasattr` / `getattr` tests tell: False when one of the objects they test does, or does
+        not, define a producer against what the arm needs (or its guard contradicts itself: the arm
+        `else` of a test an enclosing `if` made true); None when one is not known."""
+        if any((cond, not holds) in producer.guard for cond, holds in producer.guard):
+            return False
+        told: bool | None = True
+        for chain, defines in producer.needs:
+            owners = self.object_classes(ref, chain) if chain != ("self",) else "self"
+            found = self.allocation(owners[0], trail) if isinstance(owners, list) and owners else None
+            if found is None or found.opaque:
+                told = None
+            elif found.missing == defines:
+                return False
+        return told
 
     def _producers(self, ref: ClassRef, node: ClassRef, trail: tuple, producers: list[Producer]) -> Allocation:
         result = Allocation(Side())
@@ -125,7 +152,7 @@ class Resolver:
             line = producer.list_line or producer.line
             return Allocation(Side([Located(path, KeyUse(k, line)) for k in producer.keys]), site, guards=unguarded)
         if producer.kind == "delegate":
-            return self._delegated(ref, node, producer.target, trail)
+            return self.delegated(ref, node, producer.target, trail)
         if producer.kind == "method":
             own = node.cls.methods.get(producer.method)
             found = Method(node, own) if own is not None else self.index.find_method(node, producer.method)
@@ -134,17 +161,25 @@ class Resolver:
             owner, fn = found
             result = Allocation(Side([Located(owner.module.path, u) for u in fn.allocs]), site, guards=unguarded)
             for call in fn.alloc_delegations:
-                result.side.extend(self._delegated(ref, owner, call.target, trail).side, call.guard)
+                result.side.extend(self.delegated(ref, owner, call.target, trail).side, call.guard)
             if not fn.allocs and not fn.alloc_delegations:
                 result.side.unknown.append(f"{producer.method} builds no IntermediateTensors literal")
             return result
+        if producer.kind in ("placeholder", "none", "stub"):
+            placeholder = ["make_empty_intermediate_tensors is a placeholder"]
+            return Allocation(Side(unknown=placeholder), site, guards=unguarded)
         return Allocation(Side(unknown=["make_empty_intermediate_tensors is assigned an expression not understood"]), site, guards=unguarded)
 
-    def _delegated(self, ref: ClassRef, node: ClassRef, target: tuple[str, ...], trail: tuple) -> Allocation:
+    def delegated(self, ref: ClassRef, node: ClassRef, target: tuple[str, ...], trail: tuple = ()) -> Allocation:
+        """What `<target>.make_empty_intermediate_tensors`, written in `node`, allocates for an
+        instance of `ref` (`missing` when the target's class defines none)."""
         if target and target[0] == "super":
             for parent in self.index.mro(node)[1:]:
-                if parent.producers and not parent.header.is_protocol:
-                    return self._producers(ref, parent, trail, parent.producers)
+                producers = [] if parent.header.is_protocol else [
+                    p for p in parent.producers if self.taken(ref, p, trail) is not False
+                ]
+                if producers:
+                    return self._producers(ref, parent, trail, producers)
             return Allocation(Side(unknown=["super() has no make_empty_intermediate_tensors"]))
         owners = self.object_classes(ref, target)
         if isinstance(owners, str):

@@ -14,17 +14,15 @@ import resource
 import threading
 import time
 from collections.abc import Iterator
-from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import progress
-from .analysis import analyze_source
+from . import analysis, progress
 from .cache import FactsCache, dumps
 from .facts import ModuleFacts
 
 if TYPE_CHECKING:
-    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures import Future, ProcessPoolExecutor
 
 PARALLEL_THRESHOLD = 48
 """Missing files from which a pool pays for its start."""
@@ -122,8 +120,9 @@ class Parser:
         if self.pool is None and len(self.missing) >= PARALLEL_THRESHOLD:
             workers = pool_size(self.jobs, len(self.missing))
             if workers > 1:
-                from concurrent.futures import ProcessPoolExecutor  # multiprocessing: 6 ms a warm run spares
+                from concurrent.futures import ProcessPoolExecutor  # with logging and threading: 6 ms a warm run spares
 
+                analysis.analyze_source  # noqa: B018 (loaded once here, not in each forked worker)
                 self.pool = ProcessPoolExecutor(workers, initializer=_die_with, initargs=(os.getpid(),))
         if self.pool is not None:
             self._submit(BATCH)
@@ -160,7 +159,7 @@ def _loaded(sent: Sent) -> Result:
 def _job(job: Job) -> Result:
     path, data, name = job
     try:
-        return analyze_source(data, path, name)
+        return analysis.analyze_source(data, path, name)
     except UNPARSABLE as error:
         return parse_problem(error)
 

@@ -31,6 +31,19 @@ _import_checkout_as_contractfix()
 pytest_plugins = ["tests.gitfixtures"]
 
 
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """A worker of a parallel run (pytest-xdist) hands its measurements to the controller."""
+    output = getattr(session.config, "workeroutput", None)
+    if output is not None:
+        output["measurements"] = list(MEASUREMENTS)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error) -> None:
+    """The controller of a parallel run keeps what each worker measured (xdist's hook)."""
+    MEASUREMENTS.extend(getattr(node, "workeroutput", {}).get("measurements", []))
+
+
 def pytest_terminal_summary(terminalreporter) -> None:
     if MEASUREMENTS:
         terminalreporter.section("measurements (figures, not failures)")

@@ -334,7 +334,7 @@ def test_classes_completed_in_a_run_are_cached_for_the_next(tmp_path, monkeypatc
     assert ref.cls.producers and helper.cls.submodules
     first.flush()
     parsed = []
-    monkeypatch.setattr("contractfix.index.complete", lambda module, name: parsed.append(name))
+    monkeypatch.setattr("contractfix.analysis.complete", lambda module, name: parsed.append(name))
     second = Index([tmp_path / "src"], FactsCache(tmp_path / "cache"))
     [ref] = second.lookup("pkg.m", "Model")
     [helper] = second.resolve(ref.module, "Helper")

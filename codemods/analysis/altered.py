@@ -3,11 +3,13 @@
 
 The inner output is followed through the forward's statements: assignments and aliases,
 `if`/`else` branches (each path on its own), `with` and `try` bodies, and expressions that use it
-inline (`return self.model(...) / self.scale`). A branch that only the last rank takes (`if
-get_pp_group().is_last_rank:`, the code after `if not ...is_last_rank: return h`, or after
-`if isinstance(h, IntermediateTensors): return h`) may transform it freely. A use under a
-configuration condition (`if self.flag:`) of an output produced before it cannot be proven to run
-under pipeline parallelism and is left alone.
+inline (`return self.model(...) / self.scale`). Unpacking it (`h, extra = self.model(...)`,
+`h, *rest = out`) or indexing it by position (`out[0]`) alters it too: IntermediateTensors answers
+an integer index with None, so `out[0]` is None and unpacking never runs out of items. A branch
+that only the last rank takes (`if get_pp_group().is_last_rank:`, the code after `if not
+...is_last_rank: return h`, or after `if isinstance(h, IntermediateTensors): return h`) may
+transform it freely. A use under a configuration condition (`if self.flag:`) of an output produced
+before it cannot be proven to run under pipeline parallelism and is left alone.
 
 Holding the output unchanged is not altering it: a dict, list or tuple literal that stores it, and
 a returned `*Output(...)` container that carries it as an argument (vllm-omni's runners unwrap
@@ -120,6 +122,8 @@ class Flow:
             return self.block(stmt.finalbody, after) if after is not None else None
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
             return self._assign(stmt.targets[0].id, stmt.value, stmt, state)
+        if isinstance(stmt, ast.Assign) and _unpacks(stmt.targets):
+            return self._unpacked(stmt, state)
         if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
             return self._assign(stmt.target.id, stmt.value, stmt, state)
         self._uses(_values(stmt), stmt, state)
@@ -138,6 +142,27 @@ class Flow:
         if not (isinstance(value, (ast.Dict, ast.List, ast.Tuple)) and self._held(value, state)):
             self._uses(value, stmt, state)
         state.inner.pop(name, None)
+        return state
+
+    def _unpacked(self, stmt: ast.Assign, state: _State) -> _State:
+        """`h, extra = self.model(...)` or `h, extra = out`: unpacking iterates the output, which
+        on a non-last rank is IntermediateTensors (its `__getitem__(0)` is None, and never ends)."""
+        value = stmt.value
+        name = value.id if isinstance(value, ast.Name) else ""
+        held = state.inner.get(name)
+        call = value if held is None and isinstance(value, ast.Call) and self.inner_call(value) else None
+        if held is None and call is None:
+            self._uses(value, stmt, state)
+        elif held is not None and not (state.last_only or self.found or held.depth < state.depth):
+            insert = self._insert_after(held, stmt)
+            self.found.append(AlteredOutput(name, held.line, stmt.lineno, insert, held.target, "unpacked"))
+        elif call is not None and not (state.last_only or self.found):
+            callee = self.chain(call.func) or ()
+            self.found.append(AlteredOutput("", stmt.lineno, stmt.lineno, 0, callee, "unpacked"))
+        self.made_call = self.made_call or call is not None
+        for node in (n for target in stmt.targets for n in walk(target)):
+            if isinstance(node, ast.Name):
+                state.inner.pop(node.id, None)
         return state
 
     def _return(self, value: ast.expr | None, stmt: ast.stmt, state: _State) -> None:
@@ -206,16 +231,19 @@ class Flow:
         for item in node if isinstance(node, list) else [node]:
             nodes = walk(item)
             chosen = {id(b) for n in nodes if isinstance(n, ast.IfExp) for b in (n.body, n.orelse)}
+            indexed = {id(n.value) for n in nodes if isinstance(n, ast.Subscript) and _position(n.slice)}
             for n in nodes:
+                how = "indexed" if id(n) in indexed else "transformed"
                 if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in state.inner:
                     inner = state.inner[n.id]
                     if inner.depth < state.depth:
                         continue
-                    self.found.append(AlteredOutput(n.id, inner.line, stmt.lineno, self._insert_after(inner, stmt), inner.target))
+                    insert = self._insert_after(inner, stmt)
+                    self.found.append(AlteredOutput(n.id, inner.line, stmt.lineno, insert, inner.target, how))
                     return
                 if isinstance(n, ast.Call) and self.inner_call(n) and n is not item and id(n) not in chosen:
                     self.made_call = True
-                    self.found.append(AlteredOutput("", stmt.lineno, stmt.lineno, 0, self.chain(n.func) or ()))
+                    self.found.append(AlteredOutput("", stmt.lineno, stmt.lineno, 0, self.chain(n.func) or (), how))
                     return
 
 
@@ -227,6 +255,21 @@ class Flow:
             return inner.end
         at = next((i for i, s in enumerate(self.top) if s is stmt), 0)
         return (self.top[at - 1].end_lineno or 0) if at > 0 else 0
+
+
+def returns_tuple(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether every `return` of `fn` (not of a function nested in it) gives a tuple literal: an
+    inner model that does so on every rank (`return IntermediateTensors(...), None`) may be unpacked."""
+    returns: list[ast.Return] = []
+    pending: list[ast.AST] = list(fn.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        if isinstance(node, ast.Return):
+            returns.append(node)
+        pending.extend(ast.iter_child_nodes(node))
+    return bool(returns) and all(isinstance(r.value, ast.Tuple) for r in returns)
 
 
 def _merge(a: _State | None, b: _State | None) -> _State | None:
@@ -265,9 +308,21 @@ def _rank_test(test: ast.expr, state: _State) -> tuple[bool, bool] | None:
     return None
 
 
+def _position(index: ast.expr) -> bool:
+    """An integer index (`out[0]`, `out[-1]`): IntermediateTensors answers it with None."""
+    if isinstance(index, ast.UnaryOp) and isinstance(index.op, ast.USub):
+        index = index.operand
+    return isinstance(index, ast.Constant) and type(index.value) is int
+
+
+def _unpacks(targets: list[ast.expr]) -> bool:
+    """Whether one of an assignment's targets unpacks the value (`h, extra = ...`, `h, *rest = ...`)."""
+    return any(isinstance(t, (ast.Tuple, ast.List)) for t in targets)
+
+
 def _values(stmt: ast.stmt) -> list:
     """What a simple statement evaluates: a call it makes at the top (`self.model(...)` alone, or
-    unpacked into several names) hands the output on without changing it."""
+    stored into several names or attributes) hands the output on without changing it."""
     if isinstance(stmt, (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign)):
         return [stmt.value] if stmt.value is not None else []
     return [stmt]

@@ -6,7 +6,9 @@ from __future__ import annotations
 import ast
 from typing import TypedDict
 
-from ..facts import ClassFacts, Guard, Producer, Submodule
+from ..facts import ClassFacts, Guard, Needs, Producer, Submodule
+from ..vllm_names import PP_INTERFACE
+from .arms import arms
 from .syntax import ATTR, FACTORY, Function, blocks, condition, const_str, dotted, dynamic_builder, name_defaults
 from .traffic import FunctionAnalyzer, params_of, takes_three
 
@@ -32,6 +34,7 @@ class _Where(TypedDict):
     column: int
     guard: Guard
     scope: str
+    needs: Needs
 
 
 class MemberWalker:
@@ -78,7 +81,10 @@ class MemberWalker:
             if not (isinstance(target, ast.Attribute) and dotted(target.value) == ("self",)):
                 continue
             if target.attr == ATTR:
-                self.facts.producers.append(self._producer(stmt, value, _guard(tests)))
+                split = arms(value)
+                for arm in split:
+                    at = arm.value if len(split) > 1 else stmt
+                    self.facts.producers.append(self._producer(at, arm.value, _guard(tests) + arm.guard, arm.needs))
             elif target.attr.startswith("make_empty") and target.attr != ATTR:
                 self.facts.misspelled_producer.append(
                     Producer("unknown", stmt.lineno, stmt.col_offset, attr=target.attr)
@@ -94,8 +100,10 @@ class MemberWalker:
                 if sub:
                     self.facts.submodules.setdefault(target.attr, []).append(sub)
 
-    def _producer(self, stmt: ast.Assign | ast.AnnAssign, value: ast.expr, guard: Guard) -> Producer:
-        where: _Where = dict(line=stmt.lineno, column=stmt.col_offset, guard=guard, scope=self.fn.name)
+    def _producer(self, at: ast.stmt | ast.expr, value: ast.expr, guard: Guard, needs: Needs) -> Producer:
+        """What `value` makes of `make_empty_intermediate_tensors`, assigned (or, for an arm of a
+        conditional expression, written) at `at`."""
+        where: _Where = dict(line=at.lineno, column=at.col_offset, guard=guard, scope=self.fn.name, needs=needs)
         if isinstance(value, ast.Call) and (dotted(value.func) or ("",))[-1] == FACTORY:
             keys_node = value.args[0] if value.args else next(
                 (k.value for k in value.keywords if k.arg in ("keys", "tensor_names")), None
@@ -114,16 +122,23 @@ class MemberWalker:
             )
         chain = dotted(value) if isinstance(value, ast.Attribute) else None
         if chain and chain[-1] == ATTR and len(chain) > 1:
-            return Producer("delegate", target=chain[:-1], **where)
+            return Producer("stub" if chain[-2] == PP_INTERFACE else "delegate", target=chain[:-1], **where)
         if chain and chain[0] == "self" and len(chain) == 2:
             return Producer("method", method=chain[1], **where)
         if isinstance(value, ast.Lambda) and not takes_three(params_of(value)):
-            return Producer("placeholder", stmt.lineno, stmt.col_offset, guard=guard, scope=self.fn.name)
+            return Producer("placeholder", **where)
+        if _gives_none(value) or (at is value and isinstance(value, ast.Constant) and not value.value):
+            return Producer("none", **where)  # a constant only as an arm (`... else None`), not `= None` first
         if isinstance(value, ast.Name) and value.id in self.nested:
             name = f"{self.fn.name}.<locals>.{value.id}"
             self.facts.methods[name] = FunctionAnalyzer(self.nested[value.id], producer=True).run()
             return Producer("method", method=name, **where)
         return Producer("unknown", **where)
+
+
+def _gives_none(value: ast.expr) -> bool:
+    """A lambda that returns None (`lambda *args, **kwargs: None`)."""
+    return isinstance(value, ast.Lambda) and isinstance(value.body, ast.Constant) and value.body.value is None
 
 
 def _submodule(attr: str, value: ast.expr, line: int, classes: frozenset[str] = frozenset()) -> Submodule | None:

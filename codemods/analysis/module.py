@@ -83,14 +83,6 @@ def fill(module: ModuleFacts, name: str, facts: ClassFacts) -> None:
     module.classes[name].__dict__.update(facts.__dict__)
 
 
-def pending_text_has(module: ModuleFacts, name: str, pattern: str) -> bool:
-    """Whether the block of pending class `name` has text matching `pattern` (an ASCII regex,
-    searched in the source's bytes): a fact that needs such text is known to be absent without
-    parsing the class."""
-    _, _, first, stop = module.pending[name]
-    return re.compile(pattern.encode()).search(module.source, first, stop) is not None
-
-
 def _line_starts(source: bytes) -> list[int]:
     """The offset of each line's first byte (index 0: line 1), lines ended by `\\n` (a module
     with other line ends has no pending class: `outline` refuses it)."""

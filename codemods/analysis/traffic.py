@@ -9,7 +9,7 @@ from typing import TypeGuard
 from ..facts import Access, Call, FunctionFacts, Guard, KeyUse, Param
 from ..unparse import unparse
 from ..walk import CHILDLESS, children
-from .altered import Flow
+from .altered import Flow, returns_tuple
 from .syntax import (
     ATTR,
     AUX_COLLECTORS,
@@ -63,6 +63,7 @@ class FunctionAnalyzer:
         if not self.producer:
             flow = Flow(self._passes_it, dotted, lambda test: condition(test) is not None).run(self.fn)
             self.facts.altered, self.facts.returns_inner = flow.found, flow.passes_through
+            self.facts.returns_tuple = returns_tuple(self.fn)
         return self.facts
 
     def _block(self, body: list[ast.stmt], guard: Guard) -> None:

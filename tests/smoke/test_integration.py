@@ -20,7 +20,7 @@ from contractfix.cli import app
 
 from .vllm_copies import GENERIC, MUTATIONS, ONLY, UNSAFE, UNTIED, Copy, make_copy
 
-pytestmark = pytest.mark.vllm
+pytestmark = [pytest.mark.vllm, pytest.mark.xdist_group("smoke-integration")]  # one worker builds its copies once
 
 runner = CliRunner()
 CASES = [(model, mutation) for mutation in MUTATIONS for model in ONLY.get(mutation, GENERIC)]

@@ -17,7 +17,7 @@ from contractfix.cli import app
 
 from .vllm_copies import DRAFT_MUTATIONS, make_copy
 
-pytestmark = pytest.mark.vllm
+pytestmark = [pytest.mark.vllm, pytest.mark.xdist_group("smoke-drafters")]  # one worker builds its copies once
 
 runner = CliRunner()
 MODEL = "ernie_mtp"

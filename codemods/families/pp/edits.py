@@ -9,8 +9,8 @@ from ...edits import Edit, InsertStatement, LiteralEdit
 
 __all__ = [
     "AddFactoryKeys", "AuxOptOut", "CloneDictEntry", "DefaultNone", "EarlyReturn", "Edit", "InsertDelegation",
-    "InsertStatement", "LiteralEdit", "MissingGuard", "RemoveFactoryKeys", "TensorsAccess", "TiedEmbedding",
-    "TieOnLastRank",
+    "InsertStatement", "KeyGuard", "LiteralEdit", "MissingGuard", "RemoveFactoryKeys", "SkipPlaceholder",
+    "TensorsAccess", "TiedEmbedding", "TieOnLastRank",
 ]
 
 
@@ -98,3 +98,24 @@ class TieOnLastRank(Edit):
 
     target_line: int
     target_column: int
+
+
+@dataclass(frozen=True)
+class SkipPlaceholder(Edit):
+    """`if isinstance(<var>, PPMissingLayer): continue` right before the statement that starts at
+    `line` and `column` (the first of a loop's body over every layer, PP014); `PPMissingLayer` is
+    imported from module `source` (already bound where it is empty); `package` is the file's own,
+    from which its relative imports start."""
+
+    var: str
+    source: str
+    package: str
+
+
+@dataclass(frozen=True)
+class KeyGuard(Edit):
+    """Replace the test of the `if` that starts at `line` and `column` (`<local> is not None`) by
+    `"<key>" in <tensors>.tensors` (PP015)."""
+
+    key: str
+    tensors: str

@@ -7,8 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...base import ClassFact, Need
-from . import auxstates, loading, nonevalues, rankuse, ties, unbuilt
+from . import auxstates, keyguards, layerloops, loading, nonevalues, rankuse, ties, unbuilt
 from .auxstates import AuxFacts
+from .keyguards import KeyGuard
+from .layerloops import LoopFacts
 from .loading import LoadingFacts
 from .nonevalues import ValueFacts
 from .ties import TieFacts
@@ -32,6 +34,10 @@ class PPClassFacts:
     """Its head-to-embedding ties and `PPMissingLayer` placeholders (PP009); None when it has neither."""
     unbuilt: UnbuiltFacts | None = None
     """Modules a rank test leaves unbuilt, and the `AutoWeightsLoader` of its loader (PP013)."""
+    layer_loops: LoopFacts | None = None
+    """Loops over every entry of a layer list that read the entries' attributes (PP014)."""
+    key_guards: tuple[KeyGuard, ...] = ()
+    """Reads of a received key guarded by a local only the first rank sets (PP015)."""
 
 
 CLASS_FACTS: tuple[ClassFact, ...] = (
@@ -41,6 +47,8 @@ CLASS_FACTS: tuple[ClassFact, ...] = (
     ClassFact("values", nonevalues.wanted, nonevalues.value_facts),
     ClassFact("ties", ties.wanted, ties.tie_facts),
     ClassFact("unbuilt", unbuilt.wanted, lambda node, lines: unbuilt.unbuilt_facts(node)),
+    ClassFact("layer_loops", layerloops.wanted, layerloops.loop_facts),
+    ClassFact("key_guards", keyguards.wanted, keyguards.key_guards),
 )
 
 NEEDS: tuple[Need, ...] = (
@@ -53,4 +61,5 @@ NEEDS: tuple[Need, ...] = (
     Need("tied heads (PP009): PP009 reads the ties of every class of the checked files; the "
          "placeholders they meet are reached through a ClassRef", markers=(ties.TIE_CALL, "lm_head")),
     Need("modules built on some ranks only (PP013)", markers=unbuilt.WORDS),
+    Need("loops over a whole layer list (PP014)", markers=(layerloops.MARKER,)),
 )

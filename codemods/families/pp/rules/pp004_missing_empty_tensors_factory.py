@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from ....analysis.traffic import takes_three
@@ -9,7 +10,7 @@ from ....facts import Producer
 from ....findings import Applicability, Evidence, Finding, Fix
 from ....index import ClassRef
 from ....rules.base import Context, Rule
-from ....vllm_names import PP_INTERFACE
+from ....vllm_names import PP_INTERFACE, PRODUCER
 from ..edits import InsertDelegation
 
 BEFORE = '''\
@@ -76,8 +77,16 @@ RULE = Rule(
         "get the producer from it: it is left unverified, and `--verbose` says why. A placeholder "
         "(`self.make_empty_intermediate_tensors = lambda: None`, a method taking no arguments) "
         "exposes none that works either: the runner's call with `(batch_size, dtype, device)` "
-        "raises TypeError; it is reported without a fix, since what it should delegate to is a "
-        "modelling decision."
+        "raises TypeError; so is one that returns None (`lambda *args, **kwargs: None`: the runner "
+        "gets no buffers). An expression that picks the producer (`A.make_empty_intermediate_tensors "
+        "if cond else (lambda: None)`, `getattr(A, ..., None) or B`, `cond and A.make_... or B`) is "
+        "resolved arm by arm: an arm that some configuration takes (an `or` operand after a bound "
+        "method never runs; `hasattr`/`getattr` are told by whether the object's class has one) and "
+        "that ends at such a placeholder, at the interface's stub `SupportsPP.make_empty_intermediate_tensors` "
+        "or at a class that defines none is reported there, with the condition that takes it (not "
+        "when that condition tests whether a submodule was built, `self.talker is None`: which "
+        "configurations build none is not told here). These "
+        "are reported without a fix, since what they should delegate to is a modelling decision."
     ),
     before=BEFORE,
     after=AFTER,
@@ -104,39 +113,78 @@ def check(ctx: Context) -> list[Finding]:
     for ref in ctx.entries:
         if ref in findings or "SupportsPP" not in ctx.index.base_names(ref):
             continue
-        found = _placeholder(ctx, ref)
+        found = _broken(ctx, ref)
         if found and found[1].line not in placeholders.get(found[0].key, ()):
             placeholders.setdefault(found[0].key, set()).add(found[1].line)
-            kept.append(_placeholder_finding(ctx, ref, *found))
+            kept.append(_broken_finding(ctx, ref, *found))
     return kept
 
 
-def _placeholder(ctx: Context, ref: ClassRef) -> tuple[ClassRef, Producer] | None:
-    """The producer that takes effect for `ref`, when it cannot take `(batch_size, dtype, device)`."""
-    runs = ctx.index.initialized(ref)
+def _broken(ctx: Context, ref: ClassRef) -> tuple[ClassRef, Producer, str] | None:
+    """The producer that takes effect for `ref` (or an arm of it that is taken under some
+    configuration) when it gives the runner no buffers, with why."""
     for node in ctx.index.mro(ref):
-        producers = [p for p in node.producers if p.scope != "__init__" or node.key in runs]
-        if node.header.is_protocol or not producers:
+        producers = [] if node.header.is_protocol else ctx.resolver.effective(ref, node)
+        if not producers:
             continue
         for producer in producers:
-            if producer.kind == "placeholder":
-                return node, producer
-            method = node.cls.methods.get(producer.method) if producer.kind == "method" else None
-            if method is not None and not takes_three(method.params, bound="<locals>" not in producer.method):
-                return node, producer
+            live = ctx.resolver.taken(ref, producer) and not _on_existence(ctx, ref, producer)
+            why = _why_broken(ctx, ref, node, producer) if live else ""
+            if why:
+                return node, producer, why
         return None
     return None
 
 
-def _placeholder_finding(ctx: Context, ref: ClassRef, owner: ClassRef, producer: Producer) -> Finding:
+def _on_existence(ctx: Context, ref: ClassRef, producer: Producer) -> bool:
+    """Whether a condition that takes the producer tests whether an attribute is built
+    (`self.talker is not None`, `not self.thinker` for a submodule): which configurations build none
+    is not told here (each stage may build the one the other arm needs)."""
+    submodules = {f"self.{attr}" for node in ctx.index.mro(ref) for attr in node.cls.submodules}
+    return any(_EXISTENCE.search(cond) or cond in submodules for cond, _ in producer.guard)
+
+
+_EXISTENCE = re.compile(r"\bself(\.\w+)+ is (not )?None\b")
+
+
+def _why_broken(ctx: Context, ref: ClassRef, node: ClassRef, producer: Producer) -> str:
+    method = node.cls.methods.get(producer.method) if producer.kind == "method" else None
+    if producer.kind == "placeholder" or (
+        method is not None and not takes_three(method.params, bound="<locals>" not in producer.method)
+    ):
+        return "is a placeholder that cannot take the runner's (batch_size, dtype, device)"
+    if producer.kind == "none":
+        return "gives None, not the buffers the runner asks for"
+    if producer.kind == "stub":
+        stub = f"`{PP_INTERFACE}.{PRODUCER}`"
+        return f"is the interface's stub {stub}, which gives None up to vLLM 0.27 and is absent later"
+    if producer.kind == "delegate" and producer.target[:1] != ("super",):
+        owners = ctx.resolver.object_classes(ref, producer.target)
+        if isinstance(owners, list) and owners and ctx.resolver.delegated(ref, node, producer.target).missing:
+            return f"delegates to `{'.'.join(producer.target)}`, whose class {owners[0].cls.name} defines none"
+    return ""
+
+
+_LABEL = {"delegate": "delegation", "stub": "stub"}
+
+
+def _broken_finding(ctx: Context, ref: ClassRef, owner: ClassRef, producer: Producer, why: str) -> Finding:
     path = owner.module.path
     return RULE.finding(
         path=path, line=producer.line, column=producer.column, cls=ref.cls.name,
-        message="make_empty_intermediate_tensors is a placeholder that cannot take the runner's "
-        "(batch_size, dtype, device) (fails at start-up of rank 1); not auto-fixable: delegate it "
-        "to the inner model's or build it with make_empty_intermediate_tensors_factory",
-        evidence=(Evidence(Path(path), producer.line, ctx.line(path, producer.line), "placeholder"),),
+        message=f"make_empty_intermediate_tensors{_when(producer)} {why} (fails at start-up of rank 1); "
+        "not auto-fixable: delegate it to the inner model's or build it with make_empty_intermediate_tensors_factory",
+        evidence=(
+            Evidence(Path(path), producer.line, ctx.line(path, producer.line), _LABEL.get(producer.kind, "placeholder")),
+        ),
     )
+
+
+def _when(producer: Producer) -> str:
+    """The conditions that take a producer, as a clause: `, when not `self.stage == "thinker"`,`."""
+    tests = [f"`{cond}`" if holds else f"not `{cond}`" for cond, holds in producer.guard]
+    tests += [f"`{'.'.join(obj)}` {'has' if has else 'lacks'} one" for obj, has in producer.needs]
+    return f", when {' and '.join(tests)}," if tests else ""
 
 
 def _finding(ctx: Context, ref: ClassRef) -> Finding:

@@ -49,7 +49,12 @@ RULE = Rule(
     rationale=(
         "On a non-last rank the inner model returns `IntermediateTensors`, and the runner asserts "
         "that the wrapper hands exactly that back. A wrapper that transforms the output (`.to()`, "
-        "arithmetic, a score head) crashes on non-last ranks. The output is followed through the "
+        "arithmetic, a score head) crashes on non-last ranks, and so does one that unpacks it or "
+        "indexes it by position (`h, extra = self.language_model.model(...)`, `out[0]`): "
+        "`IntermediateTensors.__getitem__` returns None for an integer, so `out[0]` is None and "
+        "unpacking never runs out of items (not when the inner model's forward returns a tuple on "
+        "every rank, `return IntermediateTensors(...), None`: that tuple is what is unpacked). The "
+        "output is followed through the "
         "forward's control flow: inline expressions (`return self.model(...) / self.scale_width`, "
         "MiniCPM), `if`/`else` branches, helper methods of the class or its bases that make the "
         "inner call; a transform that only last-rank paths take is fine. The fix returns the inner output "
@@ -79,6 +84,26 @@ def _inner_model(ctx: Context, owner, target: tuple[str, ...], depth: int = 0) -
     )
 
 
+_HOW = {"transformed": "transformed", "unpacked": "unpacked", "indexed": "indexed by position"}
+
+
+def _unpackable(ctx: Context, ref, owner, altered) -> bool:
+    """Unpacked or indexed by position, the output of an inner model whose forward returns a tuple
+    on every rank (`return hidden_states, None`, IntermediateTensors or not): what the wrapper
+    takes apart is that tuple."""
+    if altered.how == "transformed":
+        return False
+    target = altered.target
+    if target[:1] == ("super",):
+        found = ctx.index.find_method(ref, target[-1], after=owner)
+    else:
+        classes = ctx.resolver.object_classes(ref, target[:-1] if target[-1] == "forward" else target)
+        if isinstance(classes, str) or not classes:
+            return False
+        found = ctx.index.find_method(classes[0], "forward")
+    return found is not None and found.fn.returns_tuple
+
+
 def check(ctx: Context) -> list[Finding]:
     findings = []
     seen = set()
@@ -89,7 +114,9 @@ def check(ctx: Context) -> list[Finding]:
         if found is None:
             continue
         owner, fn = found.owner, found.fn
-        altered = next((a for a in fn.altered if _inner_model(ctx, owner, a.target)), None)
+        altered = next(
+            (a for a in fn.altered if _inner_model(ctx, owner, a.target) and not _unpackable(ctx, ref, owner, a)), None
+        )
         if altered is None or (owner.key, fn.line) in seen:
             continue
         seen.add((owner.key, fn.line))
@@ -99,13 +126,13 @@ def check(ctx: Context) -> list[Finding]:
             edit = EarlyReturn(path=Path(path), line=altered.insert_after, column=0, cls=owner.cls.name, var=altered.var)
             fix = Fix(
                 applicability=Applicability.UNSAFE,
-                description=f"return `{altered.var}` unchanged on non-last ranks before it is transformed",
+                description=f"return `{altered.var}` unchanged on non-last ranks before it is {_HOW[altered.how]}",
                 edits=(edit,),
             )
         findings.append(RULE.finding(
             path=path, line=altered.line, column=0, cls=owner.cls.name,
-            message="the inner model's output is transformed without returning it unchanged on non-last "
-            "ranks (IntermediateTensors there: the wrapper crashes)"
+            message=f"the inner model's output is {_HOW[altered.how]} without "
+            "returning it unchanged on non-last ranks (IntermediateTensors there: the wrapper crashes)"
             + ("" if fix else f"; not auto-fixable: {_why(altered, ctx.editable(path))}"),
             fix=fix,
             evidence=(
@@ -117,8 +144,10 @@ def check(ctx: Context) -> list[Finding]:
 
 
 def _why(altered, editable: bool) -> str:
+    if not altered.var and altered.how == "unpacked":
+        return "the output is unpacked where the inner call makes it: no name holds it to return first"
     if not altered.var:
-        return "the inner call is nested in the returned expression"
+        return "the inner call is nested in an expression: no name holds its output to return first"
     if not altered.insert_after:
         return "the transformation is inside a block: no single place returns the output first"
     return "the forward is outside the checked paths" if not editable else ""

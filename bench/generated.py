@@ -1,0 +1,107 @@
+"""Generated model files for measuring how `fix` grows within one file, and the measurement.
+
+`classes(n)` holds n classes that each send `residual` without allocating it (PP001, the
+Step3TextModel shape: n safe fixes); `lines(n)` holds one such class among clean ones, about n
+lines in all. `growth` times `fix --diff` and `check` on both series in CPU seconds (the
+machine's load moves wall time more) and fits the exponent of time against size, after taking
+off the cost of the same command on the smallest file of one class: start-up is not growth.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+CLASSES = (25, 50, 100, 200)
+LINES = (2_500, 5_000, 10_000, 20_000)
+
+HEADER = '''\
+import torch
+from torch import nn
+
+from vllm.distributed import get_pp_group
+from vllm.model_executor.models.utils import make_empty_intermediate_tensors_factory
+from vllm.sequence import IntermediateTensors
+'''
+
+MODEL = '''
+
+class Model{n}(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.make_empty_intermediate_tensors = make_empty_intermediate_tensors_factory(
+            [{keys}], config.hidden_size
+        )
+
+    def forward(self, input_ids, positions, intermediate_tensors=None):
+        if get_pp_group().is_first_rank:
+            hidden_states, residual = self.embed_tokens(input_ids), None
+        else:
+            hidden_states = intermediate_tensors["hidden_states"]
+            residual = intermediate_tensors["residual"]
+        hidden_states, residual = self.layers(positions, hidden_states, residual)
+        if not get_pp_group().is_last_rank:
+            return IntermediateTensors({{"hidden_states": hidden_states, "residual": residual}})
+        return self.norm(hidden_states, residual)
+'''
+BROKEN = '"hidden_states"'
+HEALTHY = '"hidden_states", "residual"'
+MODEL_LINES = MODEL.count("\n")
+
+
+def classes(n: int) -> str:
+    """n classes, each with one PP001 finding and its safe fix."""
+    return HEADER + "".join(MODEL.format(n=i, keys=BROKEN) for i in range(n))
+
+
+def lines(n: int) -> str:
+    """One broken class among healthy ones: about n lines, one fix."""
+    healthy = max(0, (n - HEADER.count("\n")) // MODEL_LINES - 1)
+    return HEADER + MODEL.format(n=0, keys=BROKEN) + "".join(MODEL.format(n=i + 1, keys=HEALTHY) for i in range(healthy))
+
+
+def cpu_seconds(argv: list[str], env: dict[str, str], cwd: Path) -> float:
+    """User and system CPU time of one run of `argv` (and of any child it waited for)."""
+    process = subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    process.stderr.read()
+    _, status, usage = os.wait4(process.pid, 0)
+    if os.waitstatus_to_exitcode(status) not in (0, 1):
+        sys.exit(f"failed: {' '.join(argv)}")
+    return usage.ru_utime + usage.ru_stime
+
+
+def exponent(sizes: list[int], seconds: list[float]) -> float:
+    """The least-squares slope of log(seconds) against log(size)."""
+    xs = [math.log(s) for s in sizes]
+    ys = [math.log(max(t, 1e-3)) for t in seconds]
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sum((x - mx) ** 2 for x in xs)
+
+
+def growth(scratch: Path, contractfix: str = "contractfix") -> dict:
+    """Per series, the sizes, fix and check CPU seconds past the one-class file's, and exponents."""
+    env = {**os.environ, "CONTRACTFIX_CACHE_DIR": str(scratch / "growth-cache")}
+    folder = scratch / "growth"
+    folder.mkdir(exist_ok=True)
+
+    def timed(command: str, text: str, name: str) -> float:
+        path = folder / f"{name}.py"
+        path.write_text(text, "utf-8")
+        argv = [contractfix, "fix", "--diff", str(path)] if command == "fix" else [contractfix, "check", str(path)]
+        return statistics.median(cpu_seconds(argv, env, folder) for _ in range(3))
+
+    base = {command: timed(command, classes(1), "one") for command in ("fix", "check")}
+    out = {}
+    for what, make, sizes in (("fixable classes", classes, CLASSES), ("lines, one fix", lines, LINES)):
+        series = {command: [timed(command, make(n), f"{what[:5]}{n}") - base[command] for n in sizes]
+                  for command in ("fix", "check")}
+        out[what] = {
+            "sizes": list(sizes), "fix": series["fix"], "check": series["check"],
+            "fix_exponent": exponent(list(sizes), series["fix"]),
+            "check_exponent": exponent(list(sizes), series["check"]),
+        }
+    return out

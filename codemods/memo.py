@@ -1,0 +1,87 @@
+"""What a run reads from files it does not analyze, kept between runs by each file's stat.
+
+A check of one file still reads vLLM's registry and scans the class headers of every registered
+module for subclasses of its classes: about 400 files, several times the work of the check. The
+facts cache is keyed by content, which would mean reading them all again; this memo is keyed, as
+ruff's cache is, by each file's modification time, change time, size and inode, so a warm run
+reads one small file instead. A value is stored only once computed from the file's bytes, and the
+memo's name carries a digest of the module that computes it, so a changed computation never reads
+an old value.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import stat
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+P = TypeVar("P", str, Path)
+Stamp = tuple[int, int, int, int]
+
+
+class Memo(Generic[T]):
+    """Values computed from files' bytes, by path, valid while the file's stamp is unchanged.
+    `folder` None (no cache) keeps them for this run alone."""
+
+    def __init__(self, folder: Path | None, name: str, computed_by: str) -> None:
+        self.folder = folder
+        self.name = name
+        self.computed_by = computed_by
+        self.file: Path | None = None
+        self.values: dict[str, tuple[Stamp, T]] | None = None
+        self.changed = False
+
+    def _load(self) -> dict[str, tuple[Stamp, T]]:
+        """The stored values, read on first use: a run that needs none never opens the file."""
+        self.values = {}
+        if self.folder is None:
+            return self.values
+        digest = hashlib.sha256(Path(self.computed_by).read_bytes()).hexdigest()[:16]
+        self.file = self.folder / "memo" / f"{self.name}-{digest}.pickle"
+        try:
+            fd = os.open(self.file, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+            with os.fdopen(fd, "rb") as handle:
+                if stat.S_ISREG(os.fstat(fd).st_mode):
+                    loaded = pickle.load(handle)
+                    self.values = loaded if isinstance(loaded, dict) else {}
+        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError, TypeError):
+            self.values = {}
+        return self.values
+
+    def get(self, path: P, compute: Callable[[bytes], T], read: Callable[[P], bytes]) -> T:
+        """`compute(read(path))`, or the value stored for the file as it is now. Raises what
+        `os.stat`, `read` and `compute` raise; nothing is stored then."""
+        info = os.stat(path)
+        stamp = (info.st_mtime_ns, info.st_ctime_ns, info.st_size, info.st_ino)
+        key = os.fspath(path)
+        values = self._load() if self.values is None else self.values
+        known = values.get(key)
+        if known is not None and known[0] == stamp:
+            return known[1]
+        value = compute(read(path))
+        values[key] = (stamp, value)
+        self.changed = True
+        return value
+
+    def flush(self) -> None:
+        """Write the memo if it changed; a folder that cannot be written is left as it is."""
+        if self.file is None or self.values is None or not self.changed:
+            return
+        folder = self.file.parent
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            if not stat.S_ISDIR(folder.lstat().st_mode):
+                return  # a planted link: never write into what it leads to
+            fd, temp = tempfile.mkstemp(dir=folder, suffix=".tmp")
+            with os.fdopen(fd, "wb") as handle:
+                pickle.dump(self.values, handle, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(temp, self.file)
+            self.changed = False
+        except OSError:
+            return

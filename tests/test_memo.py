@@ -1,0 +1,125 @@
+"""The stat-keyed memo of what a run reads from files it does not analyze (the registry, the class
+headers of registered modules): reused while a file is unchanged, recomputed once it changes, and
+never written through a planted link."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from contractfix import engine
+from contractfix.config import Options
+from contractfix.memo import Memo
+from tests.conftest import ROOT
+
+
+def _words(data: bytes) -> frozenset[bytes]:
+    return frozenset(data.split())
+
+
+def test_a_stored_value_is_reused_until_the_file_changes(tmp_path: Path) -> None:
+    source = tmp_path / "m.py"
+    source.write_bytes(b"class A(Base): pass\n")
+    reads: list[Path] = []
+
+    def read(path: Path) -> bytes:
+        reads.append(path)
+        return path.read_bytes()
+
+    first = Memo(tmp_path / "cache", "words", __file__)
+    assert first.get(source, _words, read) == {b"class", b"A(Base):", b"pass"}
+    first.flush()
+    again = Memo(tmp_path / "cache", "words", __file__)
+    assert again.get(source, _words, read) == {b"class", b"A(Base):", b"pass"}
+    assert reads == [source], "a warm run read the file again"
+    source.write_bytes(b"class A(Other): pass\n")
+    os.utime(source, ns=(0, 0))  # a change the mtime alone would miss: the size and ctime still tell
+    assert b"A(Other):" in again.get(source, _words, read)
+    assert len(reads) == 2
+
+
+def test_another_computation_never_reads_the_old_values(tmp_path: Path) -> None:
+    source = tmp_path / "m.py"
+    source.write_bytes(b"x y\n")
+    memo = Memo(tmp_path / "cache", "words", __file__)
+    memo.get(source, _words, Path.read_bytes)
+    memo.flush()
+    other = tmp_path / "computer.py"
+    other.write_text("# another version of the module that computes the values\n")
+    changed = Memo(tmp_path / "cache", "words", str(other))
+    assert changed.get(source, lambda data: frozenset({b"new"}), Path.read_bytes) == {b"new"}
+
+
+def test_a_planted_link_is_never_written_through(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "precious"
+    elsewhere.mkdir()
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "memo").symlink_to(elsewhere, target_is_directory=True)
+    source = tmp_path / "m.py"
+    source.write_bytes(b"x\n")
+    memo = Memo(cache, "words", __file__)
+    assert memo.get(source, _words, Path.read_bytes) == {b"x"}
+    memo.flush()
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_no_cache_folder_keeps_values_for_the_run(tmp_path: Path) -> None:
+    source = tmp_path / "m.py"
+    source.write_bytes(b"x\n")
+    memo = Memo(None, "words", __file__)
+    assert memo.get(source, _words, Path.read_bytes) == {b"x"}
+    memo.flush()
+    assert list(tmp_path.iterdir()) == [source]
+
+
+def _registered_tree(tmp_path: Path) -> Path:
+    tree = tmp_path / "tree"
+    shutil.copytree(ROOT / "tests" / "fixtures" / "PP002" / "registered", tree)
+    return tree / "vllm" / "model_executor" / "models"
+
+
+def test_one_file_check_sees_a_subclass_in_another_module_change(tmp_path: Path, monkeypatch) -> None:
+    """Checking a base alone reads the registered modules' class headers (memoized): a registered
+    subclass elsewhere makes its forward an entry forward, and the verdict follows that module's edits."""
+    monkeypatch.setenv("CONTRACTFIX_CACHE_DIR", str(tmp_path / "cache"))
+    models = _registered_tree(tmp_path)
+    base = models / "demo_base.py"
+    for _ in range(2):
+        assert [f.rule for f in engine.check([base], Options()).findings] == ["PP002"]
+    assert list((tmp_path / "cache" / "memo").iterdir()), "nothing was memoized"
+    child = models / "demo_child.py"
+    child.write_text(child.read_text().replace("class DemoChildModel(DemoBase):", "class DemoChildModel(Other):"))
+    assert engine.check([base], Options()).findings == []
+
+
+def test_a_warm_one_file_check_imports_only_what_checking_needs(tmp_path: Path) -> None:
+    """The pre-commit case: a second check of one file parses nothing and loads no libcst, git,
+    smoke, fix, plugin or worker-pool code."""
+    script = (
+        "import json, sys\n"
+        "from contractfix import cli\n"
+        "sys.argv = ['contractfix', 'check', '--quiet', sys.argv[1]]\n"
+        "try:\n"
+        "    with cli._only_the_command(['check']):\n"
+        "        cli.app(prog_name='contractfix')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(json.dumps(sorted(sys.modules)), file=sys.stderr)\n"
+    )
+    env = dict(os.environ, CONTRACTFIX_CACHE_DIR=str(tmp_path / "cache"))
+    target = _registered_tree(tmp_path) / "demo_base.py"
+    runs = [
+        subprocess.run([sys.executable, "-c", script, str(target)], env=env, capture_output=True, text=True)
+        for _ in range(2)
+    ]
+    assert "PP002" in runs[1].stdout, runs[1].stdout + runs[1].stderr
+    loaded = set(json.loads(runs[1].stderr.splitlines()[-1]))
+    unwanted = {"libcst", "git", "contractfix.smoke", "contractfix.apply", "contractfix.analysis.module",
+                "concurrent.futures", "contractfix.plugins", "contractfix.sweep", "contractfix.gitops"}
+    assert "contractfix.engine" in loaded, "the check did not run"
+    assert sorted(unwanted & loaded) == []
