@@ -32,15 +32,19 @@ import re
 from dataclasses import dataclass, field
 
 from ....facts import KeyUse, Located, ModuleFacts, Submodule
-from ....index import ClassRef
+from ....index import INTERFACE, ClassRef
 from ....resolve import NOT_MODULES
 from ....rules.base import Context
-from ..facts.packed import Mapping
+from ..facts.packed import WORDS, Mapping
 
 DEPTH = 3
 """Levels of submodules whose loaders count (model -> language model -> its inner model)."""
 TOWER = re.compile(r"visual|vision|audio|tower|encoder|vit", re.IGNORECASE)
 """The attribute names of a multimodal model's towers."""
+BUILDS = r"self\.\w+\s*(?::[^=\n]*)?=[^=]"
+"""Text of a class that can assign a submodule (tested without parsing the class)."""
+STACKS = "stacked_params_mapping|orig_to_new_stacked"
+"""Text of a class that can stack params."""
 QUANT = frozenset({"SupportsQuant"})
 """The interface whose classes' mappings the runtime reads, whatever builds them."""
 QKV = {"q": 0, "k": 1, "v": 2}
@@ -64,6 +68,16 @@ class Packing:
     """Some submodule of a class whose loader counts could not be resolved."""
     own: set[str] = field(default_factory=set)
     """The params the class's own MRO stacks."""
+    loaders: list[ClassRef] = field(default_factory=list)
+    """The classes whose loaders count (the class's MRO first)."""
+    _built: dict[str, bool] = field(default_factory=dict)
+
+    def built(self, ctx: Context, param: str) -> bool:
+        """Whether a module of the model builds a layer named `param` (asked only of a param a
+        rule would report: the modules it imports are read then)."""
+        if param not in self._built:
+            self._built[param] = bool(_built(ctx, [self.ref, *self.loaders], {param}))
+        return self._built[param]
 
     def sure(self, param: str) -> bool:
         """Whether no loader left unseen can stack `param` from other shards."""
@@ -104,10 +118,8 @@ def _packings(ctx: Context) -> list[Packing]:
             if facts is not None:
                 packing.runtime.update(facts.runtime)
                 packing.runtime_unknown |= facts.runtime_unknown
-        loaders = _loaders(ctx, packing)
-        _imply(packing, loaders, set(ctx.index.mro(ref)))
-        built = _built(ctx, [ref, *loaders], packing.implied)
-        packing.implied = {param: shards for param, shards in packing.implied.items() if param in built}
+        packing.loaders = _loaders(ctx, packing)
+        _imply(packing, packing.loaders, set(ctx.index.mro(ref)))
         found.append(packing)
     return found
 
@@ -125,7 +137,9 @@ def _loaders(ctx: Context, packing: Packing) -> list[ClassRef]:
                 if node in seen or not _model_module(node.module.module, home):
                     continue
                 seen.append(node)
-                for attr, subs in ({} if alone else node.cls.submodules).items():
+                if alone or INTERFACE.search(node.header.name) or not node.may_hold(BUILDS):
+                    continue  # a marker interface or a class that assigns nothing builds no submodule
+                for attr, subs in node.cls.submodules.items():
                     if TOWER.search(attr) or not any(_may_be_model(node, sub, home) for sub in subs):
                         continue
                     built = ctx.resolver.built_by(holder, node, attr)
@@ -138,9 +152,13 @@ def _loaders(ctx: Context, packing: Packing) -> list[ClassRef]:
 
 
 def _loads_alone(ctx: Context, ref: ClassRef) -> bool:
-    """Whether the `load_weights` an instance of `ref` runs loads every weight itself."""
-    method = next((node for node in ctx.index.mro(ref) if node.defines("load_weights")), None)
-    facts = method.cls.packed if method is not None else None
+    """Whether the `load_weights` an instance of `ref` runs loads every weight itself (told from
+    the text of the classes of the MRO; only a class whose text names packed or stacked modules,
+    the one that can hold the fact, is parsed for it)."""
+    method = next((node for node in ctx.index.mro(ref) if node.may_hold(r"def\s+load_weights\b")), None)
+    if method is None or not method.may_hold("|".join(WORDS)):
+        return False
+    facts = method.cls.packed
     return facts is not None and facts.loads_alone
 
 
@@ -166,7 +184,7 @@ def _model_module(name: str, home: str) -> bool:
 def _imply(packing: Packing, loaders: list[ClassRef], own: set[ClassRef]) -> None:
     by_param: dict[str, dict[int | str | None, set[str]]] = {}
     for node in loaders:
-        facts = node.cls.packed if node.may_hold("stacked_params_mapping") else None
+        facts = node.cls.packed if node.may_hold(STACKS) else None
         if facts is None:
             continue
         packing.opaque |= facts.stacks_opaque
@@ -184,12 +202,12 @@ def _imply(packing: Packing, loaders: list[ClassRef], own: set[ClassRef]) -> Non
             packing.implied[param] = tuple(next(iter(shards[i])) for i in order)
 
 
-def _built(ctx: Context, classes: list[ClassRef], params: dict[str, tuple[str, ...]]) -> set[str]:
+def _built(ctx: Context, classes: list[ClassRef], params: set[str]) -> set[str]:
     """Those of `params` that a module of `classes`, or a model module one of them imports from,
     builds as `self.<param> = ...` (the imported modules are read only for what their own do not)."""
     modules = list({c.module.path: c.module for c in classes}.values())
     home = classes[0].module.module.split(".")[0]
-    found = _found(modules, set(params))
+    found = _found(modules, params)
     if len(found) == len(params):
         return found
     names = {
@@ -198,7 +216,7 @@ def _built(ctx: Context, classes: list[ClassRef], params: dict[str, tuple[str, .
         if _model_module(name, home)
     }
     others = [other for name in sorted(names) if (other := ctx.index.module(name)) is not None]
-    return found | _found(others, set(params) - found)
+    return found | _found(others, params - found)
 
 
 def _found(modules: list[ModuleFacts], params: set[str]) -> set[str]:

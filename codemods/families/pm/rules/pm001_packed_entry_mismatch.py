@@ -72,7 +72,9 @@ def check(ctx: Context) -> list[Finding]:
             implied = packing.implied.get(entry.key)
             if (implied is None or entry.shards is None or entry.shards == implied or entry.key in packing.runtime
                     or entry.shards == (entry.key,) or not packing.sure(entry.key)):
-                continue
+                continue  # agrees, set at run time, an identity entry, or another loader may stack it
+            if not packing.built(ctx, entry.key):
+                continue  # stacked, but no module of the model builds such a layer
             findings.append(_finding(ctx, packing, entry.key, entry.shards, implied, entry.line, entry.column))
     return findings
 

@@ -67,7 +67,10 @@ def check(ctx: Context) -> list[Finding]:
             if (entry.key in packing.implied or entry.key in packing.runtime or entry.shards is None
                     or len(entry.shards) < 2):
                 continue
-            layers = [p for p, s in packing.implied.items() if s == entry.shards and mapping.get(p) is None]
+            layers = [
+                p for p, s in packing.implied.items()
+                if s == entry.shards and mapping.get(p) is None and packing.built(ctx, p)
+            ]
             if len(layers) != 1 or layers[0] in packing.runtime or not packing.sure(layers[0]):
                 continue
             layer = layers[0]
