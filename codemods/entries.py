@@ -1,11 +1,14 @@
 """Which classes are entries (the top-level model a runner builds), and where that came from.
 
-Sources, first that applies: vLLM's registry found above the checked paths, or one with vLLM's
-tables under another package name (a fork that renamed the package); otherwise a registry given
-with `--registry` or a fork's registry inside the checked tree (any package prefix, 2- and
-3-tuples) together with the plugin's own `register_model(...)` calls; otherwise every SupportsPP
-class, except draft heads and classes another class of the tree builds as a submodule. Draft heads
-run with PP=1 and are never entries.
+Sources, first that applies: vLLM's registry found above the checked paths (`registry.py`, or
+before that file the tables in the models package's `__init__.py`), or one with vLLM's tables
+under another package name (a fork that renamed the package); otherwise a registry given with
+`--registry` or a fork's registry inside the checked tree (any package prefix, 2- and 3-tuples,
+in `models/registry.py` or `models/__init__.py`) together with the plugin's own
+`register_model(...)` calls; otherwise every SupportsPP class, except draft heads and classes
+another class of the tree builds as a submodule. Draft heads run with PP=1 and are never entries.
+A release before `SupportsPP` names the architectures allowed PP>1 in `_PP_SUPPORTED_MODELS`
+(`pplist`): each class it allows is a PP model and an entry.
 """
 
 from __future__ import annotations
@@ -16,17 +19,19 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import pplist
 from .index import ClassRef, Index, import_root, module_of
 from .memo import Memo
-from .registry import RegistryEntry, RegistryError, is_vllm_registry, load_registry, root_of
-from .vllm_names import DRAFT_TABLE, PP_INTERFACE, PP_LIST, PRODUCER, REGISTRY, TEXT_TABLE
+from .registry import RegistryEntry, RegistryError, has_tables, is_vllm_registry, load_registry, root_of
+from .vllm_names import DRAFT_TABLE, OLD_REGISTRY, OLD_TEXT_TABLE, PP_INTERFACE, PP_LIST, PRODUCER, REGISTRY, TEXT_TABLE
 
 DRAFT_CLASS = re.compile(r"MTP|Eagle|EAGLE|Medusa|Speculator|Drafter|DFlash")
 DRAFT_MODULE = re.compile(r"(^|_)(mtp|eagle\d*|medusa|drafter|speculator)(_|$)")
 MAX_SCANNED = 2**20
 CLASS_HEADER = re.compile(rb"^[ \t]*class\s+\w+\s*\(([^)]*)", re.M)
 WORD = re.compile(rb"\w+")
-PP_LIST_ASSIGNED = re.compile(rb"^" + PP_LIST.encode() + rb"\s*[:=]", re.M)
+VLLM_TABLES = (TEXT_TABLE, OLD_TEXT_TABLE)
+"""A registry with one of these is vLLM's (of its release), kept by a fork that may have renamed it."""
 
 
 @dataclass
@@ -54,35 +59,43 @@ def is_draft(ref: ClassRef) -> bool:
 
 
 def fork_registry(files: list[Path]) -> Path | None:
-    """A `registry.py` in a `models` package of the checked files holding `*_MODELS` tables
-    (one that cannot be read is not one)."""
-    for path in files:
-        if path.name == "registry.py" and path.parent.name == "models":
-            try:
-                if load_registry(path):
-                    return path
-            except RegistryError:
-                continue
+    """A `registry.py` holding `*_MODELS` tables (one that cannot be read is not one) in a
+    `models` package of the checked files, else such a package's `__init__.py` holding them (a
+    fork of a release before `registry.py`: aphrodite's `modeling/models/__init__.py`)."""
+    folders = list(dict.fromkeys(path.parent for path in files if path.parent.name == "models"))
+    for name in (REGISTRY.name, OLD_REGISTRY.name):
+        for folder in folders:
+            if has_tables(folder / name):
+                return folder / name
     return None
 
 
 def collect(index: Index, targets, files: list[Path], registry: Path | None, registered: list[RegistryEntry],
             paths: list[Path], subjects: list[ClassRef]) -> Entries:
     """The entries; `registered` is what `registry` holds (read once by the engine). A tree of
-    vLLM <= 0.6.1 allows PP>1 by a list of architectures, which `SupportsPP` later replaced: said
-    (`--verbose`), since the rules do not read it."""
+    vLLM <= 0.6.1 allows PP>1 by a list of architectures, which `SupportsPP` later replaced: a
+    class the list allows is a PP model (`Index.pp_listed`) and an entry."""
+    listed = pplist.allowed(index, files, registry, registered, subjects)
+    index.pp_listed.update(ref.key for ref in listed.classes)
     result = _collect(index, targets, files, registry, registered, paths, subjects)
-    result.unverified += [
-        f"{path}: `{PP_LIST}` names the architectures allowed to run with PP>1 (vLLM <= 0.6.1, before "
-        "`SupportsPP`); it is not read: a class it lists is checked only if it declares `SupportsPP`"
-        for path in files if path.name == "config.py" and PP_LIST_ASSIGNED.search(_small_regular_file(path))
-    ]
+    if listed.lists:
+        checked = {m.path for m in targets}
+        result.entries += [r for r in listed.classes if r.module.path in checked and r not in result.entries]
+        result.drafts = [d for d in result.drafts if d not in result.entries]
+        result.detail += "; " + "; ".join(
+            f"`{PP_LIST}` of {path} ({count} architecture(s) allowed PP>1, before `SupportsPP`)" for path, count in listed.lists
+        )
+    if listed.unresolved:
+        result.unverified.append(
+            f"`{PP_LIST}`: {len(listed.unresolved)} architecture(s) it allows resolve to no class here: "
+            + ", ".join(listed.unresolved[:5]) + (" ..." if len(listed.unresolved) > 5 else "")
+        )
     return result
 
 
 def _collect(index: Index, targets, files: list[Path], registry: Path | None, registered: list[RegistryEntry],
              paths: list[Path], subjects: list[ClassRef]) -> Entries:
-    if registry is not None and (is_vllm_registry(registry) or any(e.table == TEXT_TABLE for e in registered)):
+    if registry is not None and (is_vllm_registry(registry) or any(e.table in VLLM_TABLES for e in registered)):
         return _from_vllm(index, targets, registry, registered)
     from .plugins import read_registrations  # configparser and the plugin readers: not for vLLM's tree
 

@@ -191,11 +191,32 @@ class ClassFacts(PPClassFacts, PMClassFacts):
     misspelled_producer: list[Producer] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class LazyExport:
+    """A class a module-level `__getattr__` can return (PEP 562): `attr` of `module`, or the
+    name asked for when `attr` is None (`getattr(module, name)`), for the names `names` allows
+    (None: any) and `excluded` does not (an earlier branch returned those)."""
+
+    module: str
+    attr: str | None
+    names: tuple[str, ...] | None = None
+    excluded: tuple[str, ...] = ()
+
+    def offers(self, name: str) -> str | None:
+        """The class name to look up in `module` when `name` is asked for, if this export applies."""
+        if name in self.excluded or self.names is not None and name not in self.names:
+            return None
+        return self.attr or name
+
+
 @dataclass
 class ModuleFacts:
     path: str
     module: str
     imports: dict[str, list[tuple[str, str | None]]] = field(default_factory=dict)
+    lazy: list[LazyExport] = field(default_factory=list)
+    """What the module's `__getattr__` returns: a package that picks a class by platform at run
+    time binds the name only under `TYPE_CHECKING`, if at all."""
     classes: dict[str, ClassFacts] = field(default_factory=dict)
     uses_pipe_optional: bool = False
     uses_typing_optional: bool = False

@@ -10,7 +10,7 @@ from typing import NamedTuple
 from . import analysis
 from .cache import FactsCache
 from .facts import ClassFacts, FunctionFacts, ModuleFacts, Producer
-from .vllm_names import PRODUCER
+from .vllm_names import PP_INTERFACE, PRODUCER
 
 INTERFACE = re.compile(r"^(Supports|Has|Is)[A-Z]|Mixin$|Protocol$")
 """A marker interface's name (`SupportsPP`, `HasInnerState`, a mixin): it holds no contract."""
@@ -131,6 +131,8 @@ class Index:
         self._mro: dict[tuple[str, str], list[ClassRef]] = {}
         self._initialized: dict[tuple[str, str], set] = {}
         self._stored: dict[str, tuple[str, ModuleFacts, int]] = {}
+        self.pp_listed: set[tuple[str, str]] = set()
+        """Keys of the classes a release before `SupportsPP` allows to run with PP>1 (`pplist`)."""
 
     def stored(self, key: str, facts: ModuleFacts) -> None:
         """Note that `facts` are in the cache under `key`, with the classes still pending then."""
@@ -239,6 +241,21 @@ class Index:
                 found.append(ClassRef(other, other.classes[cls_name]))
             else:
                 found.extend(self.resolve(other, cls_name, depth + 1))
+        if not rest and module.lazy:
+            found.extend(ref for ref in self._lazy(module, head, depth) if ref not in found)
+        return found
+
+    def _lazy(self, module: ModuleFacts, name: str, depth: int) -> list[ClassRef]:
+        """The classes the module's `__getattr__` can return for `name`: on every platform, each
+        is what the name stands for (the import under `TYPE_CHECKING` names one of them, or none)."""
+        found: list[ClassRef] = []
+        for export in module.lazy:
+            attr = export.offers(name)
+            other = self.module(export.module) if attr else None
+            if attr is None or other is None:
+                continue
+            refs = [ClassRef(other, other.classes[attr])] if attr in other.classes else self.resolve(other, attr, depth + 1)
+            found.extend(ref for ref in refs if ref not in found)
         return found
 
     def opaque(self, module: ModuleFacts, base: str, packages: frozenset[str]) -> str | None:
@@ -294,8 +311,9 @@ class Index:
         return list(reversed(result))
 
     def base_names(self, ref: ClassRef) -> set[str]:
-        """Simple names of every base in the MRO, resolved or not (for `SupportsPP`, `Protocol`)."""
-        names = set()
+        """Simple names of every base in the MRO, resolved or not (for `SupportsPP`, `Protocol`);
+        a class its release's list allows to run with PP>1 counts as declaring `SupportsPP`."""
+        names = {PP_INTERFACE} if ref.key in self.pp_listed else set()
         for node in self.mro(ref):
             names.add(node.header.name)
             names.update(b.split(".")[-1] for b in node.header.bases)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from .discover import read_regular
 from .memo import Memo
-from .vllm_names import MODELS_PACKAGE, REGISTRY, REGISTRY_TABLE_SUFFIX
+from .vllm_names import MODELS_PACKAGE, OLD_REGISTRY, REGISTRY, REGISTRY_TABLE_SUFFIX
 
 
 @dataclass(frozen=True)
@@ -27,13 +27,25 @@ class RegistryError(ValueError):
 
 
 def find_registry(start: Path) -> Path | None:
-    """The registry of the vLLM checkout containing `start` (or below it), if there is one."""
+    """The registry of the vLLM checkout containing `start` (or below it), if there is one: its
+    `registry.py`, or in a release before that file the tables of its models package."""
     start = start.resolve()
     for folder in [start, *start.parents] if start.is_dir() else list(start.parents):
         candidate = folder / REGISTRY
         if candidate.is_file():
             return candidate
+        if has_tables(folder / OLD_REGISTRY):
+            return folder / OLD_REGISTRY
     return None
+
+
+def has_tables(path: Path) -> bool:
+    """Whether `path` is a readable module with a `*_MODELS` table of (module, class) tuples."""
+    try:
+        data = read_regular(path) if path.is_file() else b""
+        return REGISTRY_TABLE_SUFFIX.encode() in data and bool(_raw_entries(data))
+    except (RegistryError, OSError):
+        return False
 
 
 def root_of(registry: Path) -> Path:

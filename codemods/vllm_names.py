@@ -20,6 +20,9 @@ FIRST_RANK = "is_first_rank"
 
 MODELS_PACKAGE = "vllm.model_executor.models"
 REGISTRY = Path("vllm/model_executor/models/registry.py")
+OLD_REGISTRY = Path("vllm/model_executor/models/__init__.py")
+"""Where the tables were before `registry.py` (vLLM <= 0.6.1; forks of that era keep them in their
+`models/__init__.py`, aphrodite's in `aphrodite/modeling/models/__init__.py`)."""
 REGISTRY_TABLE_SUFFIX = "_MODELS"
 """Module-level dicts of the registry whose name ends so map architectures to (module, class)."""
 PP_LIST = "_PP_SUPPORTED_MODELS"
@@ -31,5 +34,7 @@ SPECULATIVE_TABLE = "_SPECULATIVE_DECODING_MODELS"
 TEXT_TABLE = "_TEXT_GENERATION_MODELS"
 """vLLM's table of text models: a registry that has it is vLLM's, kept by a fork that may have
 renamed the package (aphrodite's `aphrodite/model_executor/models/registry.py`)."""
+OLD_TEXT_TABLE = "_GENERATION_MODELS"
+"""The same table in the registries before `registry.py` (`OLD_REGISTRY`)."""
 TRANSFORMERS_TABLES = ("_TRANSFORMERS_SUPPORTED_MODELS", "_TRANSFORMERS_BACKEND_MODELS")
 MULTIMODAL_TABLE = "_MULTIMODAL_MODELS"

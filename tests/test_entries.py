@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import sys
 import textwrap
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from contractfix import engine
@@ -277,3 +280,33 @@ def test_plugin_registration_of_a_vllm_draft_architecture_is_a_draft_head(in_dir
     assert [(f.rule, f.cls) for f in alone.findings] == [("PP004", "PlugSparkForCausalLM")]
     beside = engine.check([Path("plug")], Options(extra_path=(extra,), installed_vllm=False))
     assert beside.findings == []
+
+
+OLD_TREES = Path(__file__).parent / "fixtures" / "PP004"
+
+
+@pytest.mark.parametrize(("tree", "checked", "registry", "listed", "cls"), [
+    ("old_release", "vllm/model_executor/models/legacy_llama.py", "vllm/model_executor/models/__init__.py",
+     "vllm/config.py", "LegacyLlamaForCausalLM"),
+    ("old_fork", "oldfork/modeling/models/fork_llama.py", "oldfork/modeling/models/__init__.py",
+     "oldfork/common/config.py", "ForkLlamaForCausalLM"),
+])
+def test_an_old_registry_and_its_list_are_read_from_outside_the_checked_file(
+        in_dir: Path, tree: str, checked: str, registry: str, listed: str, cls: str) -> None:
+    """A release before `registry.py` keeps its tables in the models package's `__init__.py` and
+    the architectures it allows PP>1 in a config module: both are read when one model file is
+    checked, and the class the list allows is an entry that must have a factory."""
+    shutil.copytree(OLD_TREES / tree, in_dir / tree)
+    os.chdir(in_dir / tree)
+    doc = json.loads(invoke("check", checked, "--select", "PP004", "--format", "json").output)
+    assert doc["entries"]["source"] == "registry"
+    assert doc["entries"]["detail"].startswith(f"registry {registry} (vLLM's tables); `_PP_SUPPORTED_MODELS` of {listed}")
+    assert [(f["rule"], f["class"]) for f in doc["findings"]] == [("PP004", cls)]
+
+
+def test_a_listed_architecture_without_a_class_is_said(in_dir: Path) -> None:
+    shutil.copytree(OLD_TREES / "old_fork", in_dir / "old_fork")
+    config = in_dir / "old_fork/oldfork/common/config.py"
+    config.write_text(config.read_text().replace('"ForkQwenForCausalLM",', '"ForkQwenForCausalLM",\n    "GoneForCausalLM",'))
+    result = invoke("check", "old_fork", "--select", "PP004", "--verbose")
+    assert "`_PP_SUPPORTED_MODELS`: 1 architecture(s) it allows resolve to no class here: GoneForCausalLM" in result.output

@@ -19,7 +19,7 @@ from typing import TypeGuard
 
 from ..facts import ClassFacts, ModuleFacts
 from ..walk import children
-from . import needs
+from . import lazy, needs
 from .classes import ClassAnalyzer
 from .outline import Statement, Unplaceable, outline
 
@@ -27,6 +27,8 @@ Positioned = ast.expr | ast.stmt | ast.arg | ast.keyword | ast.alias | ast.excep
 """The nodes with a position (3.12's `type_param` too, which the 3.10 stubs lack)."""
 
 SUPPRESSION = re.compile(r"#\s*contractfix:\s*ignore\[([A-Za-z0-9,\s]+)\]")
+LAZY = re.compile(r"(async\s+)?def\s+__getattr__\b")
+"""A module-level `__getattr__` (PEP 562): parsed with the imports, for the classes it returns."""
 
 
 def analyze_source(source: bytes, path: str, module: str, headers_only: bool = False) -> ModuleFacts:
@@ -49,6 +51,7 @@ def analyze_source(source: bytes, path: str, module: str, headers_only: bool = F
         _partial(facts, text, lines, headers_only)
     except (Unplaceable, SyntaxError, ValueError):
         facts.imports.clear()
+        facts.lazy.clear()
         facts.classes.clear()
         facts.pending.clear()
         tree = ast.parse(source, filename=path)
@@ -141,7 +144,7 @@ def _partial(facts: ModuleFacts, text: str, lines: list[str], headers_only: bool
     spans, stubs = [], {}
     for statement in statements:
         span = (statement.start, statement.end)
-        if statement.kind in ("import", "compound"):
+        if statement.kind in ("import", "compound") or statement.kind == "def" and LAZY.match(rows[statement.head - 1]):
             spans.append(span)
         elif statement.kind == "class":
             block = "" if headers_only else "\n".join(rows[statement.start - 1 : statement.end])
@@ -195,9 +198,12 @@ def _parse_pending(facts: ModuleFacts, rows: list[str], lines: list[str], stubs:
 def _read(facts: ModuleFacts, tree: ast.Module, lines: list[str], stubs: dict[int, Statement]) -> None:
     """Imports and classes, in order (a later class of the same name replaces an earlier one)."""
     starts = _line_starts(facts.source) if stubs else []
+    getattrs = []
     for node in _module_statements(tree.body):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             _record_import(facts, node)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "__getattr__":
+            getattrs.append(node)
         elif isinstance(node, ast.ClassDef):
             stub = stubs.get(node.lineno)
             analyzer = ClassAnalyzer(node, lines)
@@ -206,6 +212,8 @@ def _read(facts: ModuleFacts, tree: ast.Module, lines: list[str], stubs: dict[in
                 facts.pending[node.name] = (stub.start, stub.end, starts[stub.start - 1], starts[stub.end])
             else:
                 facts.pending.pop(node.name, None)
+    for fn in getattrs[-1:]:  # the last definition is the one the module keeps
+        facts.lazy = lazy.exports(fn, lazy.module_bindings(facts.imports), functools.partial(_absolute, facts))
 
 
 def _pending_stubs(facts: ModuleFacts, stubs: dict[int, Statement]):
@@ -302,13 +310,18 @@ def _record_import(facts: ModuleFacts, node: ast.Import | ast.ImportFrom) -> Non
             target = alias.name if alias.asname else alias.name.split(".")[0]
             facts.imports.setdefault(local, []).append((target, None))
         return
-    base = node.module or ""
-    if node.level:
-        package = facts.module.split(".")
-        if not facts.path.endswith("__init__.py"):
-            package = package[:-1]
-        package = package[: len(package) - (node.level - 1)]
-        base = ".".join(package + ([node.module] if node.module else []))
+    base = _absolute(facts, node)
     for alias in node.names:
         if alias.name != "*":
             facts.imports.setdefault(alias.asname or alias.name, []).append((base, alias.name))
+
+
+def _absolute(facts: ModuleFacts, node: ast.ImportFrom) -> str:
+    """The absolute module a `from` import of this module names."""
+    if not node.level:
+        return node.module or ""
+    package = facts.module.split(".")
+    if not facts.path.endswith("__init__.py"):
+        package = package[:-1]
+    package = package[: len(package) - (node.level - 1)]
+    return ".".join(package + ([node.module] if node.module else []))

@@ -10,7 +10,7 @@ from ....facts import Producer
 from ....findings import Applicability, Evidence, Finding, Fix
 from ....index import ClassRef
 from ....rules.base import Context, Rule
-from ....vllm_names import PP_INTERFACE, PRODUCER
+from ....vllm_names import PP_INTERFACE, PP_LIST, PRODUCER
 from ..edits import InsertDelegation
 
 BEFORE = '''\
@@ -190,7 +190,8 @@ def _when(producer: Producer) -> str:
 def _finding(ctx: Context, ref: ClassRef) -> Finding:
     path = ref.module.path
     misspelled = [p for node in ctx.index.mro(ref) for p in node.cls.misspelled_producer]
-    message = "SupportsPP class has no make_empty_intermediate_tensors (fails at start-up of rank 1)"
+    kind = f"class that `{PP_LIST}` allows PP>1" if ref.key in ctx.index.pp_listed else "SupportsPP class"
+    message = f"{kind} has no make_empty_intermediate_tensors (fails at start-up of rank 1)"
     evidence = [Evidence(Path(path), ref.cls.line, ctx.line(path, ref.cls.line), "class")]
     if misspelled:
         message += f"; `self.{misspelled[0].attr}` looks like a misspelling of it"
