@@ -29,7 +29,9 @@ def default_folder() -> Path:
 
 
 PACKAGE = Path(__file__).resolve().parent
-DEPENDENCIES = ("facts.py", "families/__init__.py", "families/base.py", "unparse.py", "vllm_names.py", "walk.py")
+DEPENDENCIES = (
+    "aliases.py", "facts.py", "families/__init__.py", "families/base.py", "unparse.py", "vllm_names.py", "walk.py",
+)
 """Modules outside `analysis/` and the families' facts that the facts depend on; a test checks
 this against the imports."""
 

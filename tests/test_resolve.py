@@ -142,3 +142,54 @@ def test_self_attribute_built_through_a_name(tmp_path: Path, cls: str, built: st
     ref = session.index.lookup("models", cls)[0]
     found = session.resolver.object_classes(ref, ("self", "model"))
     assert (found if isinstance(found, str) else found[0].cls.name) == built
+
+
+ALIASES = '''
+
+class PiForCausalLM(nn.Module, SupportsPP):
+    """A local bound to a class in one branch, to `partial(...)` of another in the other."""
+
+    def __init__(self, *, vllm_config, prefix=""):
+        super().__init__()
+        if vllm_config.model_config.is_reward:
+            model_cls = GammaModel
+        else:
+            model_cls = partial(AlphaModel, upcast=True)
+        self.model = model_cls(vllm_config=vllm_config, prefix=prefix)
+
+
+class RhoForCausalLM(nn.Module, SupportsPP):
+    """A conditional expression of classes, built into a local first."""
+
+    def __init__(self, *, vllm_config, prefix=""):
+        super().__init__()
+        model_cls = AlphaModel if vllm_config.model_config.is_reward else GammaModel
+        model = model_cls(vllm_config=vllm_config)
+        self.model = model
+
+
+class SigmaForCausalLM(nn.Module, SupportsPP):
+    """A class attribute bound to `partial(...)`."""
+
+    model_cls = partial(GammaModel, upcast=True)
+
+    def __init__(self, *, vllm_config, prefix=""):
+        super().__init__()
+        self.model = self.model_cls(vllm_config=vllm_config)
+'''
+
+
+@pytest.mark.parametrize(("cls", "built"), [
+    ("PiForCausalLM", ["GammaModel", "AlphaModel"]),
+    ("RhoForCausalLM", ["AlphaModel", "GammaModel"]),
+    ("SigmaForCausalLM", ["GammaModel"]),
+])
+def test_self_attribute_built_through_a_class_alias(tmp_path: Path, cls: str, built: list[str]) -> None:
+    source = tmp_path / "models.py"
+    source.write_text(FIXTURE.read_text() + ALIASES)
+    session = engine.analyze([source], Options(installed_vllm=False), Report())
+    engine.evaluate(session)
+    assert session.resolver is not None
+    ref = session.index.lookup("models", cls)[0]
+    found = session.resolver.object_classes(ref, ("self", "model"))
+    assert isinstance(found, list) and [c.cls.name for c in found] == built

@@ -7,6 +7,7 @@ import ast
 from collections.abc import Iterator
 from typing import TypeVar
 
+from ..aliases import aliased
 from ..facts import ClassFacts, Producer
 from ..families import CLASS_FACTS
 from ..walk import walk
@@ -65,7 +66,7 @@ class ClassAnalyzer:
                 self.facts.producers.append(
                     Producer("unknown", node.lineno, node.col_offset, attr=ATTR)
                 )
-            elif isinstance(target, ast.Name) and (name := named(node.value)):
+            elif isinstance(target, ast.Name) and (name := named(node.value) or _one(aliased(node.value))):
                 self.facts.class_attrs[target.id] = name
 
     def _method(self, fn: Function) -> None:
@@ -90,6 +91,11 @@ class ClassAnalyzer:
         MemberWalker(self.facts, fn).walk(fn.body, ())
         if self.mentions(fn):
             self.facts.methods[fn.name] = FunctionAnalyzer(fn, producer=False).run()
+
+
+def _one(classes: list[str]) -> str:
+    """The class, when exactly one is named (`partial(Cls, ...)`), else ""."""
+    return classes[0] if len(classes) == 1 else ""
 
 
 def _builds(stmt: ast.stmt) -> bool:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 from typing import TypedDict
 
+from ..aliases import class_aliases
 from ..facts import ClassFacts, Guard, Needs, Producer, Submodule
 from ..vllm_names import PP_INTERFACE
 from .arms import arms
@@ -54,6 +55,7 @@ class MemberWalker:
         self.classes = frozenset(name_defaults(fn))
         """The method's parameters whose default is a class: handed to a constructor, they pass
         the caller's choice on."""
+        self.aliases = class_aliases(fn)
 
     def walk(self, body: list[ast.stmt], tests: Tests) -> None:
         for stmt in body:
@@ -66,17 +68,16 @@ class MemberWalker:
             elif isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
                 self._assign(stmt, stmt.value, tests)
             elif isinstance(stmt, ast.Return) and stmt.value is not None and self.fn.name != "forward":
-                sub = _submodule(self.fn.name, stmt.value, stmt.lineno, self.classes)
-                if sub and (sub.dynamic or sub.ctor.split(".")[-1][:1].isupper()):  # a construction
-                    self.facts.returns.setdefault(self.fn.name, []).append(sub)
+                for sub in self._built(self.fn.name, stmt.value, stmt.lineno):
+                    if sub.dynamic or sub.ctor.split(".")[-1][:1].isupper():  # a construction
+                        self.facts.returns.setdefault(self.fn.name, []).append(sub)
 
     def _assign(self, stmt: ast.Assign | ast.AnnAssign, value: ast.expr, tests: Tests) -> None:
         targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
         for target in targets:
             if isinstance(target, ast.Name):
-                sub = _submodule(target.id, value, stmt.lineno, self.classes)
-                if sub:
-                    self.facts.locals_.setdefault(target.id, []).append(sub)
+                if target.id not in self.aliases:
+                    self.facts.locals_.setdefault(target.id, []).extend(self._built(target.id, value, stmt.lineno))
                 continue
             if not (isinstance(target, ast.Attribute) and dotted(target.value) == ("self",)):
                 continue
@@ -90,15 +91,27 @@ class MemberWalker:
                     Producer("unknown", stmt.lineno, stmt.col_offset, attr=target.attr)
                 )
             else:
-                sub = _submodule(target.attr, value, stmt.lineno, self.classes)
-                if sub is None and isinstance(stmt, ast.AnnAssign):
-                    sub = _annotated(target.attr, stmt.annotation, stmt.lineno)
-                if sub is None and isinstance(value, ast.Name):
-                    for local in self.facts.locals_.get(value.id, []):
-                        sub = Submodule(target.attr, local.ctor, stmt.lineno, local.dynamic,
-                                        passes=local.passes, passes_at=local.passes_at)
-                if sub:
-                    self.facts.submodules.setdefault(target.attr, []).append(sub)
+                subs = self._built(target.attr, value, stmt.lineno)
+                if not subs and isinstance(stmt, ast.AnnAssign):
+                    subs = [sub] if (sub := _annotated(target.attr, stmt.annotation, stmt.lineno)) else []
+                if not subs and isinstance(value, ast.Name):
+                    subs = [
+                        Submodule(target.attr, local.ctor, stmt.lineno, local.dynamic, passes=local.passes,
+                                  passes_at=local.passes_at)
+                        for local in _last(self.facts.locals_.get(value.id, []))
+                    ]
+                if subs:
+                    self.facts.submodules.setdefault(target.attr, []).extend(subs)
+
+    def _built(self, attr: str, value: ast.expr, line: int) -> list[Submodule]:
+        """What `value` builds: a construction, or one per class a local alias can name."""
+        chain = dotted(value.func) if isinstance(value, ast.Call) else None
+        if chain and len(chain) == 1 and chain[0] in self.aliases:
+            assert isinstance(value, ast.Call)
+            return [Submodule(attr, cls, line, dynamic=False, **_handed(value, self.classes))
+                    for cls in self.aliases[chain[0]]]
+        sub = _submodule(attr, value, line, self.classes)
+        return [sub] if sub else []
 
     def _producer(self, at: ast.stmt | ast.expr, value: ast.expr, guard: Guard, needs: Needs) -> Producer:
         """What `value` makes of `make_empty_intermediate_tensors`, assigned (or, for an arm of a
@@ -139,6 +152,11 @@ class MemberWalker:
 def _gives_none(value: ast.expr) -> bool:
     """A lambda that returns None (`lambda *args, **kwargs: None`)."""
     return isinstance(value, ast.Lambda) and isinstance(value.body, ast.Constant) and value.body.value is None
+
+
+def _last(locals_: list[Submodule]) -> list[Submodule]:
+    """The constructions of a local's last assignment (one per class an alias names)."""
+    return [local for local in locals_ if local.line == locals_[-1].line]
 
 
 def _submodule(attr: str, value: ast.expr, line: int, classes: frozenset[str] = frozenset()) -> Submodule | None:

@@ -24,7 +24,8 @@ CATCHES = {"KeyError", "LookupError", "Exception", "BaseException"}
 class Lookup:
     """`params_dict[key]` (or `.pop(key)`) not dominated by a skip. `stmt_*` locate the statement
     that holds it, where a guard goes; `exit` is the statement that skips ("continue" inside a
-    loop, else "return"); `fixable` is False inside a comprehension or lambda."""
+    loop, else "return"); `fixable` is False inside a comprehension or lambda; `given` when the
+    dict is not built here (or in an enclosing function) from `named_parameters`: a caller's."""
 
     key: str
     line: int
@@ -33,26 +34,34 @@ class Lookup:
     stmt_column: int
     exit: str
     fixable: bool = True
+    given: bool = False
 
 
 @dataclass(frozen=True)
 class LoaderCall:
-    """A call of a helper (`self.<method>(...)` or a closure) from a loader; `guarded` when a
-    skip dominates it."""
+    """A call of a helper from a loader: `self.<method>(...)`, a closure, or a method of a
+    submodule (`self.encoder.load_weight(...)`: `via` is ("self", "encoder"), empty for the
+    others); `guarded` when a skip dominates it."""
 
     target: str
     line: int
     guarded: bool
+    via: tuple[str, ...] = ()
 
 
 @dataclass
 class Loader:
-    """A method or a closure (named `outer.inner`) that looks parameters up or calls helpers."""
+    """A method or a closure (named `outer.inner`) that looks parameters up, calls helpers or
+    skips missing layers. `checks` is the line of its first `is_pp_missing_parameter(...)` call
+    (0: none): its author expects layers of `self` to go missing, wherever they are built.
+    `returns_value` when a `return` hands back a value (a bare `return` would change it)."""
 
     name: str
     line: int
     lookups: list[Lookup] = field(default_factory=list)
     calls: list[LoaderCall] = field(default_factory=list)
+    checks: int = 0
+    returns_value: bool = False
 
 
 @dataclass(frozen=True)
@@ -73,8 +82,9 @@ class LoadingFacts:
     splits: list[Split] = field(default_factory=list)
 
 
-MARKERS = ("named_parameters", "params_dict", *SPLITTERS)
-"""A class whose source holds none of these has no loader or split facts."""
+MARKERS = ("named_parameters", "params_dict", "def load_weights", *SPLITTERS)
+"""A class whose source holds none of these has no loader or split facts (a `load_weights` that
+names no parameter dict may call a submodule's loader)."""
 
 
 def wanted(text: str) -> bool:
@@ -137,11 +147,13 @@ class _Walker:
     """Walks one function's statements, tracking whether a skip dominates the current point."""
 
     def __init__(self, facts: LoadingFacts, name: str, fn: ast.FunctionDef | ast.AsyncFunctionDef,
-                 dicts: set[str], named: bool) -> None:
+                 dicts: set[str], named: bool, built: frozenset[str] = frozenset()) -> None:
         self.facts = facts
         self.name = name
         self.fn = fn
         self.dicts = set(dicts) | {"params_dict"}
+        self.built = set(built)
+        """The dicts this function or an enclosing one builds from `named_parameters`."""
         self.loader = Loader(name, fn.lineno)
         self.closures: dict[str, str] = {}
         self.named = named
@@ -151,9 +163,11 @@ class _Walker:
         for node in walk(self.fn) if self.named else ():
             if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and _is_dict_source(node.value):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                self.dicts.update(t.id for t in targets if isinstance(t, ast.Name))
+                self.built.update(t.id for t in targets if isinstance(t, ast.Name))
+        self.dicts |= self.built
         self._block(self.fn.body, guarded=False, in_loop=False)
-        if self.loader.lookups or self.loader.calls:
+        self.loader.returns_value = _returns_value(self.fn)
+        if self.loader.lookups or self.loader.calls or self.loader.checks:
             self.facts.loaders[self.name] = self.loader
 
     def _block(self, body: list[ast.stmt], guarded: bool, in_loop: bool) -> None:
@@ -166,7 +180,7 @@ class _Walker:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             inner = f"{self.name}.{stmt.name}"
             self.closures[stmt.name] = inner
-            _Walker(self.facts, inner, stmt, self.dicts, self.named).run()
+            _Walker(self.facts, inner, stmt, self.dicts, self.named, frozenset(self.built)).run()
             return
         if isinstance(stmt, ast.ClassDef):
             return
@@ -217,34 +231,41 @@ class _Walker:
                     earlier = any(self._admits(v) for v in node.values[:index])
                     stack.append((value, safe or earlier, fixable))
                 continue
-            key = self._lookup_key(node)
-            if key is not None and not safe and isinstance(node, ast.expr):
+            found = self._lookup(node)
+            if found is not None and not safe and isinstance(node, ast.expr):
+                key, held = found
                 self.loader.lookups.append(Lookup(
                     unparse(key), node.lineno, node.col_offset, stmt.lineno, stmt.col_offset,
-                    "continue" if in_loop else "return", fixable,
+                    "continue" if in_loop else "return", fixable, held not in self.built,
                 ))
             if isinstance(node, ast.Call):
-                target = self._helper(node.func)
+                target, via = self._helper(node.func)
                 if target:
-                    self.loader.calls.append(LoaderCall(target, node.lineno, safe))
+                    self.loader.calls.append(LoaderCall(target, node.lineno, safe, via))
+                elif _called(node.func) == MISSING_CHECK and not self.loader.checks:
+                    self.loader.checks = node.lineno
             stack.extend((child, safe, fixable) for child in children(node) if type(child) not in CHILDLESS)
 
-    def _lookup_key(self, node: ast.AST) -> ast.expr | None:
+    def _lookup(self, node: ast.AST) -> tuple[ast.expr, str] | None:
+        """The key a lookup looks up, and the dict it looks it up in."""
         if (isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load)
                 and isinstance(node.value, ast.Name) and node.value.id in self.dicts):
-            return node.slice
+            return node.slice, node.value.id
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "pop"
                 and isinstance(node.func.value, ast.Name) and node.func.value.id in self.dicts
                 and len(node.args) == 1 and not node.keywords):
-            return node.args[0]
+            return node.args[0], node.func.value.id
         return None
 
-    def _helper(self, func: ast.expr) -> str:
+    def _helper(self, func: ast.expr) -> tuple[str, tuple[str, ...]]:
+        """The helper a call runs, and the submodule it is called on (none for a closure or
+        `self.<method>`); "" when the call runs no helper."""
         if isinstance(func, ast.Name) and func.id in self.closures:
-            return self.closures[func.id]
-        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
-            return func.attr
-        return ""
+            return self.closures[func.id], ()
+        chain = dotted_name(func) if isinstance(func, ast.Attribute) else None
+        if chain and chain[0] == "self":
+            return chain[-1], tuple(chain[:-1]) if len(chain) > 2 else ()
+        return "", ()
 
     def _skips(self, test: ast.expr) -> bool:
         """Whether `test` holds for every name this rank lacks (its branch skips them)."""
@@ -253,8 +274,7 @@ class _Walker:
         if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
             return self._admits(test.operand)
         if isinstance(test, ast.Call):
-            func = test.func
-            return (func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")) == MISSING_CHECK
+            return _called(test.func) == MISSING_CHECK
         return self._membership(test, ast.NotIn)
 
     def _admits(self, test: ast.expr) -> bool:
@@ -270,6 +290,23 @@ class _Walker:
             isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], op)
             and isinstance(test.comparators[0], ast.Name) and test.comparators[0].id in self.dicts
         )
+
+
+def _called(func: ast.expr) -> str:
+    """The name a call calls: `f` of `f(...)` and of `a.b.f(...)`."""
+    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+
+
+def _returns_value(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether a `return` of `fn` itself (not of a nested function) hands back a value."""
+    stack: list[ast.AST] = list(fn.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Return) and node.value is not None:
+            return True
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            stack.extend(child for child in children(node) if type(child) not in CHILDLESS)
+    return False
 
 
 def _exits(body: list[ast.stmt]) -> bool:

@@ -12,12 +12,14 @@ import ast
 from dataclasses import dataclass
 from typing import TypeGuard
 
+from ....aliases import class_aliases
 from ....unparse import unparse
 from ....vllm_names import FIRST_RANK, LAST_RANK
 from ....walk import dotted_name, walk
 
 WORDS = (LAST_RANK, FIRST_RANK)
 LOADER = "AutoWeightsLoader"
+ENTRY = "load_weights"
 PARAMETERLESS = frozenset({"LogitsProcessor", "Sampler", "PPMissingLayer", "Identity"})
 """Modules without weights: a rank that lacks one has nothing to skip."""
 PLAIN_ENDINGS = ("Config", "Args", "Metadata", "Params", "Spec", "State", "Buffer", "Cache", "Stream", "Event")
@@ -40,10 +42,10 @@ class Unbuilt:
 
 @dataclass(frozen=True)
 class UnbuiltFacts:
-    """The modules left unbuilt on some ranks; where `load_weights` builds `AutoWeightsLoader(self,
-    ...)` (line 0: it does not, or the class has no `load_weights`); and the names its
-    `load_weights` and class attributes give in strings, or read as `self.<attr>` (a loader that
-    names a module knows about it)."""
+    """The modules left unbuilt on some ranks; where `load_weights`, or a method of the class it
+    calls, builds `AutoWeightsLoader(self, ...)` (line 0: none does, or the class has no
+    `load_weights`); and the names those methods and the class attributes give in strings, or read
+    as `self.<attr>` (a loader that names a module knows about it)."""
 
     unbuilt: tuple[Unbuilt, ...]
     loader_line: int
@@ -61,27 +63,47 @@ def unbuilt_facts(node: ast.ClassDef) -> UnbuiltFacts | None:
     unbuilt: list[Unbuilt] = []
     loader = (0, 0)
     names: set[str] = set()
+    methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
     for item in node.body:
         if isinstance(item, (ast.Assign, ast.AnnAssign)):
             names.update(_names(walk(item)))
         if not isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
+        methods[item.name] = item
         if item.name == "__init__":
-            unbuilt.extend(_unbuilt(item.body))
-        elif item.name == "load_weights":
-            nodes = walk(item)
-            names.update(_names(nodes))
-            aliases = _loader_aliases(nodes)
+            unbuilt.extend(_unbuilt(item.body, class_aliases(item)))
+    for method in _reached(methods):
+        nodes = walk(method)
+        names.update(_names(nodes))
+        aliases = _loader_aliases(nodes)
+        if not loader[0]:
             loader = next(((n.lineno, n.col_offset) for n in nodes if _builds_loader(n, aliases)), (0, 0))
     if not unbuilt and not loader[0]:
         return None
     return UnbuiltFacts(tuple(unbuilt), loader[0], loader[1], frozenset(names))
 
 
-def _unbuilt(body: list[ast.stmt]) -> list[Unbuilt]:
+def _reached(methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef]) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+    """`load_weights` and the methods of the class it calls on `self`, at any depth (the loader
+    may be built in a helper, whatever its name), `load_weights` first."""
+    found: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
+    pending = [ENTRY]
+    while pending:
+        method = methods.get(pending.pop(0))
+        if method is None or method in found:
+            continue
+        found.append(method)
+        pending.extend(
+            n.func.attr for n in walk(method)
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and dotted_name(n.func) == ["self", n.func.attr]
+        )
+    return found
+
+
+def _unbuilt(body: list[ast.stmt], aliases: dict[str, tuple[str, ...]]) -> list[Unbuilt]:
     """The attributes that a rank test among `body`'s statements builds in one branch, and that
     nothing else in `body` (the other branch, another statement, at any depth) sets to anything
-    but None."""
+    but None; a class may be built through one of `aliases` (`Cls = partial(Mixer, ...)`)."""
     tests = [stmt for stmt in body if isinstance(stmt, ast.If) and _rank_test(stmt.test)]
     if not tests:
         return []
@@ -89,16 +111,15 @@ def _unbuilt(body: list[ast.stmt]) -> list[Unbuilt]:
     found = []
     for stmt in tests:
         for branch, other, negated in ((stmt.body, stmt.orelse, False), (stmt.orelse, stmt.body, True)):
-            candidates = _built(branch)
+            candidates = _built(branch, aliases)
             if not candidates:
                 continue
             built = _negated(stmt.test) if negated else unparse(stmt.test)
             others = [pair for each, pairs in assigned if each is not stmt for pair in pairs]
             elsewhere = _assigned_values(others + _assignments(other))
-            for attr, (value, target) in candidates.items():
+            for attr, (ctor, target) in candidates.items():
                 if elsewhere.get(attr, "None") != "None":
                     continue
-                ctor = ".".join(dotted_name(value.func) or ())
                 found.append(Unbuilt(attr, ctor, target.lineno, target.col_offset, built,
                                      "None" if attr in elsewhere else ""))
     return found
@@ -139,14 +160,20 @@ def _assigned_values(pairs: list[tuple[ast.Attribute, ast.expr]]) -> dict[str, s
     return found
 
 
-def _built(body: list[ast.stmt]) -> dict[str, tuple[ast.Call, ast.Attribute]]:
+def _built(body: list[ast.stmt], aliases: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, ast.Attribute]]:
     """`self.<attr> = <Module>(...)` among the statements (at any depth): a capitalized class that
-    can hold weights."""
-    found: dict[str, tuple[ast.Call, ast.Attribute]] = {}
+    can hold weights, called by its name or through a local alias; each with that class's name."""
+    found: dict[str, tuple[str, ast.Attribute]] = {}
     for target, value in _assignments(body):
         chain = dotted_name(value.func) if isinstance(value, ast.Call) else None
-        if isinstance(value, ast.Call) and chain and chain[0] != "self" and _module_class(chain[-1]):
-            found.setdefault(target.attr, (value, target))
+        if not chain or chain[0] == "self":
+            continue
+        named = aliases.get(chain[0], ()) if len(chain) == 1 else ()
+        ctor = next((c for c in named if _module_class(c.rsplit(".", 1)[-1])), "")
+        if not named and _module_class(chain[-1]):
+            ctor = ".".join(chain)
+        if ctor:
+            found.setdefault(target.attr, (ctor, target))
     return found
 
 

@@ -12,8 +12,9 @@ from ....index import ClassRef
 from ....rules.base import Context, Rule
 from ....vllm_names import PP_INTERFACE
 from ..edits import MissingGuard
-from ..facts.loading import SPLITTERS, Loader, Lookup, Split
+from ..facts.loading import SPLITTERS, Lookup, Split
 from .holders import held_by
+from .loaders import ENTRY, Reached, reached, unguarded
 
 BEFORE = '''\
 from vllm.model_executor.models.utils import is_pp_missing_parameter, make_layers
@@ -75,14 +76,23 @@ RULE = Rule(
         "`make_layers` gives each rank only its share of the layers and fills the rest with "
         "`PPMissingLayer` (no parameters); `PPMissingLayer()` also stands for `embed_tokens` off the "
         "first rank and `norm`/`lm_head` off the last. Every rank reads the whole checkpoint, so a "
-        "`params_dict[name]` in `load_weights` (or a helper it calls) that no "
+        "`params_dict[name]` in `load_weights`, or in what it calls (a helper, a closure, any "
+        "method of a submodule: that method looks up the submodule's own parameters), that no "
         "`is_pp_missing_parameter(name, self)` / `name not in params_dict` skip precedes raises "
         "KeyError at start-up on every rank that lacks the layer: the KV-cache-scale branch "
         "(`quant_config.get_cache_scale(name)`) of dozens of loaders up to vLLM 0.21.0, "
-        "GraniteMoeHybrid's `_load` helper (#50961). The fix skips the name right before the "
-        "lookup (`return` in a helper without a loop). When the only split modules are an "
+        "GraniteMoeHybrid's `_load` helper (#50961), the `load_weight` of Voxtral's audio tower, "
+        "whose Whisper encoder `make_layers` splits. A language model built at run time "
+        "(`init_vllm_registered_model(...)` with the architecture the config names, or a helper "
+        "named for a model) hides its `make_layers` from the analysis: its layers count as split "
+        "when the loaders of that instance skip missing layers in another branch "
+        "(`is_pp_missing_parameter(name, self)`), which says its names reach them (a loader that "
+        "never skips may see only a tower's names). The fix skips the name right before the "
+        "lookup (`return` in a helper without a loop, unless the helper returns a value its callers "
+        "use). When the only split modules are an "
         "encoder tower built with `make_layers`, the finding is reported without a fix: the tower "
-        "runs whole on the ranks that need it, and skipping would drop its layers silently. The "
+        "runs whole on the ranks that need it (upstream builds it unsplit, `enable_pp=False`), and "
+        "skipping would drop its layers silently. The "
         "check is imported from where the model's splitter comes from: a fork with its own "
         "`make_layers` and `PPMissingLayer` (vllm-mindspore, aphrodite) has its own "
         "`is_pp_missing_parameter`, and vLLM's would not know its placeholders; where that is not "
@@ -93,32 +103,43 @@ RULE = Rule(
     fix=Applicability.SAFE,
 )
 
-ENTRY = "load_weights"
 TOWER = re.compile(r"Encoder|Vision|Visual|Audio|Tower|ViT|Speech", re.I)
 DEPTH = 3
 SPLIT_WORDS = "|".join(SPLITTERS)
 """A class whose text has none of these has no split (`loading_facts` looks for nothing else)."""
 GUARD = "is_pp_missing_parameter"
 UTILS = "vllm.model_executor.models.utils"
+RUN_TIME = "a model built at run time"
+"""The kind of a split the index cannot see: a submodule built by name or by a helper."""
+HELPER = re.compile(r"model$", re.I)
+"""A builder whose name says it builds a model (`build_text_model`), when the index cannot tell which."""
+
+Source = tuple[ClassRef, Split]
 
 
 def check(ctx: Context) -> list[Finding]:
     findings: list[Finding] = []
     seen: set[tuple[str, int, int]] = set()
-    splits: dict[tuple[str, str], list[tuple[ClassRef, Split]]] = {}
+    splits: dict[tuple[str, str], list[Source]] = {}
     for module, cls in ctx.target_classes():
         if not cls.loading or ENTRY not in cls.loading.loaders:
             continue
         ref = ClassRef(module, cls)
-        for owner, loader, lookup in _unguarded(ctx, ref):
-            where = (owner.module.path, lookup.line, lookup.column)
-            if where in seen:
+        loaders = reached(ctx, ref)
+        held: bool | None = None
+        for each, lookup in unguarded(ctx, loaders, ref):
+            where = (each.owner.module.path, lookup.line, lookup.column)
+            if where in seen or each.via and lookup.given:
+                continue  # a submodule's method handed its caller's dict looks up the caller's names
+            skip = next((r for r in loaders.values() if r.obj == each.obj and r.loader.checks), None)
+            sources = [s for s in _split_sources(ctx, each.obj, splits, DEPTH) if skip or s[1].kind != RUN_TIME]
+            if not sources:
                 continue
-            sources = _split_sources(ctx, ref, splits, DEPTH)
-            if not sources or not held_by(ctx, ref, DEPTH, PP_INTERFACE):
+            held = held_by(ctx, ref, DEPTH, PP_INTERFACE) if held is None else held
+            if not held:
                 break
             seen.add(where)
-            findings.append(_finding(ctx, ref, owner, loader, lookup, sources))
+            findings.append(_finding(ctx, ref, each, lookup, sources, skip))
     return _one_source_per_file(findings)
 
 
@@ -139,76 +160,61 @@ def _one_source_per_file(findings: list[Finding]) -> list[Finding]:
     ]
 
 
-def _unguarded(ctx: Context, ref: ClassRef) -> list[tuple[ClassRef, Loader, Lookup]]:
-    """Lookups reachable from `ref.load_weights` that no skip dominates, in it or at every call."""
-    loaders: dict[str, tuple[ClassRef, Loader]] = {}
-    pending = [ENTRY]
-    while pending:
-        name = pending.pop()
-        if name in loaders:
-            continue
-        found = _loader(ctx, ref, name)
-        if found is None:
-            continue
-        loaders[name] = found
-        pending.extend(call.target for call in found[1].calls)
-    covered = {name: name != ENTRY for name in loaders}
-    changed = True
-    while changed:
-        changed = False
-        for caller, (_, loader) in loaders.items():
-            for call in loader.calls:
-                if call.target in covered and covered[call.target] and not call.guarded and not covered[caller]:
-                    covered[call.target] = False
-                    changed = True
-    return [
-        (owner, loader, lookup)
-        for name, (owner, loader) in loaders.items() if not covered[name]
-        for lookup in loader.lookups
-    ]
-
-
-def _loader(ctx: Context, ref: ClassRef, name: str) -> tuple[ClassRef, Loader] | None:
-    """The loader `name` as `ref` resolves it: the first class in the MRO defining the method."""
-    method = name.split(".")[0]
-    for node in ctx.index.mro(ref):
-        if node.defines(method):
-            found = node.cls.loading.loaders.get(name) if node.cls.loading else None
-            return (node, found) if found else None
-    return None
-
-
-def _split_sources(ctx: Context, ref: ClassRef, memo: dict, depth: int) -> list[tuple[ClassRef, Split]]:
+def _split_sources(ctx: Context, ref: ClassRef, memo: dict, depth: int) -> list[Source]:
     """Where `ref`'s parameters can go missing: `make_layers` / `PPMissingLayer` in its MRO or
-    in the classes of its submodules (`depth` levels down)."""
+    in the classes of its submodules (`depth` levels down), and the submodules built at run time
+    (by name, or by a helper), whose class the index cannot tell (`RUN_TIME`, last)."""
     if ref.key in memo:
         return memo[ref.key]
     memo[ref.key] = []
-    found: list[tuple[ClassRef, Split]] = []
-    attrs: set[str] = set()
+    found: list[Source] = []
+    hidden: list[Source] = []
+    attrs: dict[str, ClassRef] = {}
     for node in ctx.index.mro(ref):
         if not depth and not node.may_hold(SPLIT_WORDS):
             continue  # neither a split nor (at the last level) submodules to read: left unparsed
         if node.cls.loading:
             found.extend((node, s) for s in node.cls.loading.splits)
-        attrs.update(node.cls.submodules)
+        for attr in node.cls.submodules:
+            attrs.setdefault(attr, node)
     if depth > 0:
-        for attr in sorted(attrs):
+        for attr, node in sorted(attrs.items()):
             classes = ctx.resolver.object_classes(ref, ("self", attr))
+            if isinstance(classes, str):
+                hidden.extend((node, split) for split in _run_time(node, attr))
             for sub in classes if isinstance(classes, list) else ():
                 if sub != ref:
                     found.extend(_split_sources(ctx, sub, memo, depth - 1))
-    memo[ref.key] = found
+    memo[ref.key] = found = [s for s in found if s[1].kind != RUN_TIME] + hidden + [
+        s for s in found if s[1].kind == RUN_TIME]
     return found
 
 
-def _finding(ctx: Context, ref: ClassRef, owner: ClassRef, loader: Loader, lookup: Lookup,
-             sources: list[tuple[ClassRef, Split]]) -> Finding:
+def _run_time(node: ClassRef, attr: str) -> list[Split]:
+    """`self.<attr>` as `node` builds it at run time, by a function or method named for a model:
+    a registered architecture (`init_vllm_registered_model`), `self._init_model(...)`,
+    `build_text_model(...)`."""
+    return [
+        Split(attr, sub.line, RUN_TIME, sub.ctor) for sub in node.cls.submodules[attr]
+        if HELPER.search(name := sub.ctor.rsplit(".", 1)[-1]) and not name[:1].isupper()
+    ]
+
+
+def _finding(ctx: Context, ref: ClassRef, each: Reached, lookup: Lookup, sources: list[Source],
+             skip: Reached | None) -> Finding:
+    owner, loader = each.owner, each.loader
     path = owner.module.path
     where = f"{owner.cls.name}.{loader.name}"
+    if each.via:
+        where += f" (which {ref.cls.name}.{ENTRY} calls as `{each.via}`)"
     holder, split = next(((h, s) for h, s in sources if not _tower(h)), sources[0])
     what = f"`self.{split.attr}`" if split.attr else "a module"
-    built = f"{what} = {split.kind}(...) in {holder.cls.name} (line {split.line})"
+    if split.kind == RUN_TIME and skip:
+        built = (f"{what} = {split.callee}(...) in {holder.cls.name} (line {split.line}) is {RUN_TIME}, whose "
+                 f"layers the loader expects to go missing: {skip.owner.cls.name}.{skip.loader.name} skips them "
+                 f"with `{GUARD}` (line {skip.loader.checks})")
+    else:
+        built = f"{what} = {split.kind}(...) in {holder.cls.name} (line {split.line})"
     towers_only = all(_tower(h) for h, _ in sources)
     message = (
         f"`params_dict[{lookup.key}]` in {where} is not preceded by "
@@ -225,6 +231,8 @@ def _finding(ctx: Context, ref: ClassRef, owner: ClassRef, loader: Loader, looku
         message += "; not auto-fixable: the lookup is inside a comprehension or lambda"
     elif lookup.exit == "return" and loader.name == ENTRY:
         message += "; not auto-fixable: the lookup is outside any loop of load_weights"
+    elif lookup.exit == "return" and loader.returns_value:
+        message += f"; not auto-fixable: a bare `return` would change what {loader.name} returns to its callers"
     elif not ctx.editable(path):
         message += f"; not auto-fixable: the loader lives in {path}, outside the checked paths"
     elif isinstance(source := _guard_source(ctx, owner.module, sources), str):
@@ -242,6 +250,9 @@ def _finding(ctx: Context, ref: ClassRef, owner: ClassRef, loader: Loader, looku
     evidence = [Evidence(Path(path), lookup.line, ctx.line(path, lookup.line), "lookup")]
     hp = holder.module.path
     evidence.append(Evidence(Path(hp), split.line, ctx.line(hp, split.line), "split"))
+    if split.kind == RUN_TIME and skip:
+        sp = skip.owner.module.path
+        evidence.append(Evidence(Path(sp), skip.loader.checks, ctx.line(sp, skip.loader.checks), "skip"))
     return RULE.finding(
         path=path, line=lookup.line, column=lookup.column, cls=ref.cls.name, message=message,
         keys=(f"{loader.name}[{lookup.key}]",), fix=fix, evidence=evidence,
@@ -257,7 +268,8 @@ def _guard_source(ctx: Context, module: ModuleFacts, sources: list[tuple[ClassRe
     model was built with (a fork's own `make_layers` and `PPMissingLayer` come with their own
     `is_pp_missing_parameter`; vLLM's would not know their placeholders). Or, as a 1-tuple, why
     it is not known."""
-    found = {_splitter_guard(ctx, holder.module, split) for holder, split in sources if not _tower(holder)}
+    found = {_splitter_guard(ctx, holder.module, split) if split.kind != RUN_TIME else _bound_guard(module)
+             for holder, split in sources if not _tower(holder)}
     unknown = sorted(f for f in found if isinstance(f, tuple))
     if unknown:
         return unknown[0]
@@ -269,6 +281,17 @@ def _guard_source(ctx: Context, module: ModuleFacts, sources: list[tuple[ClassRe
         return (f"the file's `{GUARD}` comes from {', '.join(sorted(bound))}, not from {source}, "
                 "whose splitter built the layers",)
     return source
+
+
+def _bound_guard(module: ModuleFacts) -> str | tuple[str]:
+    """The guard for layers split inside a model built at run time: the `is_pp_missing_parameter`
+    that `module`, the loader's file, binds (the loaders' own skips call it)."""
+    bound = {target for target, _ in module.imports.get(GUARD, ())}
+    bound |= {module.module} if _defines(module, GUARD) else set()
+    if len(bound) == 1:
+        return bound.pop()
+    return (f"the layers are split inside {RUN_TIME}, and {module.module} binds "
+            f"{'no' if not bound else 'more than one'} `{GUARD}` to skip them with",)
 
 
 def _splitter_guard(ctx: Context, module: ModuleFacts, split: Split) -> str | tuple[str]:
