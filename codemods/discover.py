@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .config import Glob
+from .families import FILES
 from .findings import FileError
 from .vllm_names import PARAM, PP_INTERFACE, PRODUCER, TENSORS_CLASS
 
@@ -235,8 +236,8 @@ def _check_decodes(data: bytes) -> None:
 def relevant(source: bytes | mmap.mmap) -> bool:
     """Whether a file can hold a class under contract: one with a forward or a producer that
     names intermediate tensors, or a model (built from the engine's config) that calls a base's
-    `__init__` by name and may skip the one that delegated, or a weight loader (a byte search, no
-    parsing). Bases elsewhere load on demand."""
+    `__init__` by name and may skip the one that delegated, or a weight loader, or a file a
+    family asks for (`families.FILES`): a byte search, no parsing. Bases elsewhere load on demand."""
     # Most files match nothing, and each search that fails reads the whole file: the rarest
     # needle goes first, and one search for `ntermediate` stands for the two names that share it.
     shared = source.find(SHARED) >= 0
@@ -244,7 +245,9 @@ def relevant(source: bytes | mmap.mmap) -> bool:
         source.find(d) >= 0 for d in DEFINES
     )
     skips = source.find(INIT_CALL) >= 0 and any(source.find(s) >= 0 for s in SKIPS_INIT) and engine_config(source)
-    return named or skips or all(source.find(m) >= 0 for m in LOADS)
+    return named or skips or all(source.find(m) >= 0 for m in LOADS) or any(
+        all(source.find(m) >= 0 for m in markers) for markers in FILES
+    )
 
 
 def engine_config(source: bytes | mmap.mmap) -> bool:

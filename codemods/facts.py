@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .families.pf.facts import PFClassFacts
 from .families.pm.facts import PMClassFacts
 from .families.pp.facts import PPClassFacts
 from .vllm_names import PRODUCER
@@ -154,7 +155,7 @@ class Submodule:
 
 
 @dataclass
-class ClassFacts(PPClassFacts, PMClassFacts):
+class ClassFacts(PPClassFacts, PFClassFacts, PMClassFacts):
     name: str
     line: int
     column: int

@@ -38,3 +38,6 @@ class Family:
     package: str
     class_facts: tuple[ClassFact, ...] = ()
     needs: tuple[Need, ...] = ()
+    files: tuple[bytes, ...] = ()
+    """Byte strings that together mark a file its rules can report in (one the engine would
+    otherwise skip as outside the pipeline-parallel contract); empty: no file beyond those."""
