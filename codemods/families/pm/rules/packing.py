@@ -23,6 +23,9 @@ a tower's (`self.visual`, `self.audio_tower`) is left out: LoRA reaches a tower 
 A param counts only where a module of the model builds a layer of its name (`self.<name> =`, in
 the files of the loaders, of the class, and of the model modules they import): a loader may
 keep stacking a layer its model no longer builds (ChatGLM's `merged_proj`, left from GLM-4V).
+A subclass whose own mapping leaves out an entry of its base's, for a layer that only the base
+model's files stack, drops it on purpose: it builds other layers (MiniCPM3's MLA attention in
+place of MiniCPM's `qkv_proj`).
 """
 
 from __future__ import annotations
@@ -68,6 +71,10 @@ class Packing:
     """Some submodule of a class whose loader counts could not be resolved."""
     own: set[str] = field(default_factory=set)
     """The params the class's own MRO stacks."""
+    dropped: set[str] = field(default_factory=set)
+    """Keys of a base's mapping that the class's own mapping leaves out."""
+    local: set[str] = field(default_factory=set)
+    """The params stacked by loaders of the class's own module."""
     loaders: list[ClassRef] = field(default_factory=list)
     """The classes whose loaders count (the class's MRO first)."""
     _built: dict[str, bool] = field(default_factory=dict)
@@ -118,6 +125,8 @@ def _packings(ctx: Context) -> list[Packing]:
             if facts is not None:
                 packing.runtime.update(facts.runtime)
                 packing.runtime_unknown |= facts.runtime_unknown
+                if node is not ref and facts.mapping is not None:
+                    packing.dropped.update(e.key for e in facts.mapping.entries if mapping.get(e.key) is None)
         packing.loaders = _loaders(ctx, packing)
         _imply(packing, packing.loaders, set(ctx.index.mro(ref)))
         found.append(packing)
@@ -194,6 +203,8 @@ def _imply(packing: Packing, loaders: list[ClassRef], own: set[ClassRef]) -> Non
             packing.stacked.setdefault(param, []).append(Located(node.module.path, KeyUse(param, stack.line)))
             if node in own:
                 packing.own.add(param)
+            if node.module.path == packing.ref.module.path:
+                packing.local.add(param)
     if packing.opaque:
         return
     for param, shards in by_param.items():

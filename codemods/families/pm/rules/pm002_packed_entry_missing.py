@@ -73,8 +73,10 @@ def check(ctx: Context) -> list[Finding]:
             continue
         listed = {e.shards for e in mapping.entries}
         for param, implied in packing.implied.items():
-            if mapping.get(param) or param in packing.runtime or implied in listed or not packing.built(ctx, param):
-                continue  # listed, set at run time, listed under another name (PM003), or no such layer
+            if mapping.get(param) or param in packing.runtime or implied in listed:
+                continue  # listed, set at run time, or listed under another name (PM003)
+            if param in packing.dropped and param not in packing.local or not packing.built(ctx, param):
+                continue  # left out of a base's mapping on purpose, or no such layer
             path = packing.ref.module.path
             fix = Fix(
                 applicability=Applicability.SAFE,
