@@ -18,6 +18,7 @@ from ....walk import walk
 MAPPING = "packed_modules_mapping"
 STACKED = "stacked_params_mapping"
 MAPPER = "orig_to_new_stacked"
+LORA_MODULES = "supported_lora_modules"
 WORDS = (MAPPING, STACKED, MAPPER)
 DELEGATES = ("AutoWeightsLoader", ".load_weights(")
 """What a `load_weights` that hands weights on to its submodules' loaders names."""
@@ -70,6 +71,9 @@ class PackedFacts:
     stacks: tuple[Stack, ...] = ()
     stacks_opaque: bool = False
     """Some element of a `stacked_params_mapping` is not a literal triple."""
+    lora_modules: tuple[str, ...] | None = None
+    """Its class-body `supported_lora_modules` (the older LoRA API, as in aphrodite 0.6.1): the only
+    modules LoRA reaches; None when it has none."""
     loads_alone: bool = False
     """Its own `load_weights` loads every weight itself: it neither builds an `AutoWeightsLoader`
     nor calls another `load_weights`, so its submodules' loaders never run."""
@@ -81,6 +85,7 @@ def wanted(text: str) -> bool:
 
 def packed_facts(node: ast.ClassDef, lines: list[str]) -> PackedFacts | None:
     mapping = next((_mapping(s.value) for s in node.body if _assigns(s, MAPPING) and s.value is not None), None)
+    lora = next((_strings(s.value) for s in node.body if _assigns(s, LORA_MODULES) and s.value is not None), None)
     runtime: list[str] = []
     unknown = False
     stacks: list[Stack] = []
@@ -108,7 +113,7 @@ def packed_facts(node: ast.ClassDef, lines: list[str]) -> PackedFacts | None:
     )
     if mapping is None and not runtime and not unknown and not stacks and not opaque and not alone:
         return None
-    return PackedFacts(mapping, tuple(runtime), unknown, tuple(stacks), opaque, alone)
+    return PackedFacts(mapping, tuple(runtime), unknown, tuple(stacks), opaque, lora, alone)
 
 
 def _assigns(stmt: ast.stmt, name: str) -> TypeGuard[ast.Assign | ast.AnnAssign]:

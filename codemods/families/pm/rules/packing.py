@@ -71,6 +71,8 @@ class Packing:
     """Some submodule of a class whose loader counts could not be resolved."""
     own: set[str] = field(default_factory=set)
     """The params the class's own MRO stacks."""
+    lora_modules: tuple[str, ...] | None = None
+    """The modules an old runtime's LoRA reaches (`supported_lora_modules`); None: every one."""
     dropped: set[str] = field(default_factory=set)
     """Keys of a base's mapping that the class's own mapping leaves out."""
     local: set[str] = field(default_factory=set)
@@ -125,6 +127,8 @@ def _packings(ctx: Context) -> list[Packing]:
             if facts is not None:
                 packing.runtime.update(facts.runtime)
                 packing.runtime_unknown |= facts.runtime_unknown
+                if packing.lora_modules is None:
+                    packing.lora_modules = facts.lora_modules
                 if node is not ref and facts.mapping is not None:
                     packing.dropped.update(e.key for e in facts.mapping.entries if mapping.get(e.key) is None)
         packing.loaders = _loaders(ctx, packing)

@@ -57,7 +57,9 @@ RULE = Rule(
         "ignore list that names only the shards, so a layer the checkpoint left unquantized is "
         "quantized anyway. The fix adds the entry the loader implies, its shards ordered by shard id. "
         "A class that adds entries to its mapping at run time (`self.packed_modules_mapping[...] = ...` "
-        "in `__init__`) is not reported for them."
+        "in `__init__`) is not reported for them, nor is a layer left out of a class's "
+        "`supported_lora_modules` (the older LoRA API, as in aphrodite 0.6.1: LoRA reaches only those modules, "
+        "and `is_layer_skipped` expands fused layers through a fixed `FUSED_LAYER_NAME_MAPPING`)."
     ),
     before=BEFORE,
     after=AFTER,
@@ -75,6 +77,8 @@ def check(ctx: Context) -> list[Finding]:
         for param, implied in packing.implied.items():
             if mapping.get(param) or param in packing.runtime or implied in listed:
                 continue  # listed, set at run time, or listed under another name (PM003)
+            if packing.lora_modules is not None and param not in packing.lora_modules:
+                continue  # an old runtime: LoRA reaches only those, quantization has a fixed table
             if param in packing.dropped and param not in packing.local or not packing.built(ctx, param):
                 continue  # left out of a base's mapping on purpose, or no such layer
             path = packing.ref.module.path
