@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from .families.base import Guard
 from .families.pf.facts import PFClassFacts
+from .families.pm.facts import PMClassFacts
 from .families.pp.facts import PPClassFacts
 from .vllm_names import PRODUCER
 
@@ -153,7 +154,7 @@ class Submodule:
 
 
 @dataclass
-class ClassFacts(PPClassFacts, PFClassFacts):
+class ClassFacts(PPClassFacts, PFClassFacts, PMClassFacts):
     name: str
     line: int
     column: int

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 from .base import ClassFact, Family, Need
 from .pf import FAMILY as PF
+from .pm import FAMILY as PM
 from .pp import FAMILY as PP
 
-FAMILIES: tuple[Family, ...] = (PP, PF)
+FAMILIES: tuple[Family, ...] = (PP, PF, PM)
 CLASS_FACTS: tuple[ClassFact, ...] = tuple(fact for family in FAMILIES for fact in family.class_facts)
 NEEDS: tuple[Need, ...] = tuple(need for family in FAMILIES for need in family.needs)
 FILES: tuple[tuple[bytes, ...], ...] = tuple(family.files for family in FAMILIES if family.files)

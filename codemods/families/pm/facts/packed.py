@@ -1,0 +1,232 @@
+"""What a class says about its packed modules (PM): the `packed_modules_mapping` its body
+assigns, written as it is; what its methods add to it at run time; and the
+`(param_name, shard_name, shard_id)` triples its loaders stack: a `stacked_params_mapping` of a
+method (every release), or a `WeightsMapper(orig_to_new_stacked={shard_name: (param_name,
+shard_id)})` (from 0.31, most models).
+
+Plain data from one class's AST, picklable for the facts cache.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import TypeGuard
+
+from ....walk import walk
+
+MAPPING = "packed_modules_mapping"
+STACKED = "stacked_params_mapping"
+MAPPER = "orig_to_new_stacked"
+LORA_MODULES = "supported_lora_modules"
+WORDS = (MAPPING, STACKED, MAPPER)
+DELEGATES = ("AutoWeightsLoader", ".load_weights(")
+"""What a `load_weights` that hands weights on to its submodules' loaders names."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """`"<key>": [<shards>]` of a mapping; `shards` is None when the value is not a list or
+    tuple of strings. `line` and `column` place the value."""
+
+    key: str
+    shards: tuple[str, ...] | None
+    line: int
+    column: int
+
+
+@dataclass(frozen=True)
+class Mapping:
+    """A class-body `packed_modules_mapping = {...}` (at `line`, `column`, the dict's place);
+    `complete` is False when some key is not a string or a `**` spread adds entries."""
+
+    line: int
+    column: int
+    entries: tuple[Entry, ...]
+    complete: bool
+
+    def get(self, key: str) -> Entry | None:
+        return next((e for e in self.entries if e.key == key), None)
+
+
+@dataclass(frozen=True)
+class Stack:
+    """One `(param_name, shard_name, shard_id)` a loader stacks, names without their leading
+    dots (`".qkv_proj"`); `shard_id` is an int or a string, None when it is neither."""
+
+    param: str
+    shard: str
+    shard_id: int | str | None
+    line: int
+
+
+@dataclass(frozen=True)
+class PackedFacts:
+    mapping: Mapping | None = None
+    runtime: tuple[str, ...] = ()
+    """Keys a method sets on `self.packed_modules_mapping[...]` (a mapping extended at run time;
+    `cls.` in `__new__` too)."""
+    runtime_unknown: bool = False
+    """A method reassigns, updates or pops `self.packed_modules_mapping`: what it holds then is not known."""
+    stacks: tuple[Stack, ...] = ()
+    stacks_opaque: bool = False
+    """Some element of a `stacked_params_mapping` is not a literal triple."""
+    lora_modules: tuple[str, ...] | None = None
+    """Its class-body `supported_lora_modules` (the older LoRA API, as in aphrodite 0.6.1): the only
+    modules LoRA reaches; None when it has none."""
+    loads_alone: bool = False
+    """Its own `load_weights` loads every weight itself: it neither builds an `AutoWeightsLoader`
+    nor calls another `load_weights`, so its submodules' loaders never run."""
+
+
+def wanted(text: str) -> bool:
+    return any(word in text for word in WORDS)
+
+
+def packed_facts(node: ast.ClassDef, lines: list[str]) -> PackedFacts | None:
+    mapping = next((_mapping(s.value) for s in node.body if _assigns(s, MAPPING) and s.value is not None), None)
+    lora = next((_strings(s.value) for s in node.body if _assigns(s, LORA_MODULES) and s.value is not None), None)
+    runtime: list[str] = []
+    unknown = False
+    stacks: list[Stack] = []
+    opaque = False
+    for item in node.body:
+        if not isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            found, odd = _mapper(item)
+            stacks.extend(found)
+            opaque = opaque or odd
+            continue
+        if not wanted("\n".join(lines[item.lineno - 1 : item.end_lineno])):
+            continue  # a method without the words changes neither (most of a model's)
+        for sub in walk(item):
+            key, changed = _runtime_change(sub)
+            if key:
+                runtime.append(key)
+            unknown = unknown or changed
+            found, odd = _mapper(sub) if isinstance(sub, ast.Call) else _stacked(sub)
+            stacks.extend(found)
+            opaque = opaque or odd
+    alone = any(
+        isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == "load_weights"
+        and not any(word in line for line in lines[item.lineno - 1 : item.end_lineno] for word in DELEGATES)
+        for item in node.body
+    )
+    if mapping is None and not runtime and not unknown and not stacks and not opaque and not alone:
+        return None
+    return PackedFacts(mapping, tuple(runtime), unknown, tuple(stacks), opaque, lora, alone)
+
+
+def _assigns(stmt: ast.stmt, name: str) -> TypeGuard[ast.Assign | ast.AnnAssign]:
+    if isinstance(stmt, ast.Assign):
+        return any(isinstance(t, ast.Name) and t.id == name for t in stmt.targets)
+    return isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.target.id == name
+
+
+def _mapping(value: ast.expr) -> Mapping | None:
+    if not isinstance(value, ast.Dict):
+        return None
+    entries = []
+    complete = True
+    for key, item in zip(value.keys, value.values, strict=True):
+        if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+            complete = False
+            continue
+        entries.append(Entry(key.value, _strings(item), item.lineno, item.col_offset))
+    return Mapping(value.lineno, value.col_offset, tuple(entries), complete)
+
+
+def _strings(node: ast.expr) -> tuple[str, ...] | None:
+    if not isinstance(node, (ast.List, ast.Tuple)):
+        return None
+    found = tuple(e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str))
+    return found if len(found) == len(node.elts) else None
+
+
+def _is_self_mapping(node: ast.expr) -> bool:
+    """`self.packed_modules_mapping`, or `cls.packed_modules_mapping` (in `__new__`)."""
+    return (isinstance(node, ast.Attribute) and node.attr == MAPPING
+            and isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
+
+
+def _runtime_change(node: ast.AST) -> tuple[str, bool]:
+    """(the key set, whether the mapping changes in a way not known) by one node of a method."""
+    targets = node.targets if isinstance(node, ast.Assign) else (
+        [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else []
+    )
+    for target in targets:
+        if _is_self_mapping(target):
+            return "", True
+        if isinstance(target, ast.Subscript) and _is_self_mapping(target.value):
+            key = target.slice
+            if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                return key.value, False
+            return "", True
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and _is_self_mapping(node.func.value):
+        return "", node.func.attr not in ("get", "items", "keys", "values", "copy")
+    return "", False
+
+
+def _stacked(node: ast.AST) -> tuple[list[Stack], bool]:
+    """The triples a statement adds to a `stacked_params_mapping` (assigned, `+=`, `.extend`,
+    `.append`), and whether some element is not a literal triple."""
+    elements: list[ast.expr] = []
+    if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and node.value is not None:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        if not any(isinstance(t, ast.Name) and t.id == STACKED for t in targets):
+            return [], False
+        if not isinstance(node.value, (ast.List, ast.Tuple)):
+            return [], True
+        elements = list(node.value.elts)
+    elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+          and isinstance(node.func.value, ast.Name) and node.func.value.id == STACKED):
+        if node.func.attr == "append" and len(node.args) == 1:
+            elements = [node.args[0]]
+        elif node.func.attr == "extend" and len(node.args) == 1 and isinstance(node.args[0], (ast.List, ast.Tuple)):
+            elements = list(node.args[0].elts)
+        else:
+            return [], node.func.attr not in ("copy", "index", "count")
+    found = []
+    opaque = False
+    for element in elements:
+        stack = _triple(element)
+        if stack is None:
+            opaque = True
+        else:
+            found.append(stack)
+    return found, opaque
+
+
+def _mapper(node: ast.AST) -> tuple[list[Stack], bool]:
+    """The triples of each `orig_to_new_stacked={shard_name: (param_name, shard_id)}` keyword of
+    the calls in `node`, and whether some item is not a literal one."""
+    found: list[Stack] = []
+    opaque = False
+    for call in walk(node) if not isinstance(node, ast.Call) else [node]:
+        if not isinstance(call, ast.Call):
+            continue
+        for keyword in call.keywords:
+            if keyword.arg != MAPPER:
+                continue
+            if not isinstance(keyword.value, ast.Dict):
+                opaque = True
+                continue
+            for key, value in zip(keyword.value.keys, keyword.value.values, strict=True):
+                pair = value.elts if isinstance(value, ast.Tuple) and len(value.elts) == 2 else None
+                stack = _triple(ast.Tuple([pair[0], key, pair[1]], lineno=value.lineno)) if pair and key else None
+                if stack is None:
+                    opaque = True
+                else:
+                    found.append(stack)
+    return found, opaque
+
+
+def _triple(node: ast.expr) -> Stack | None:
+    if not (isinstance(node, ast.Tuple) and len(node.elts) == 3):
+        return None
+    param, shard, shard_id = node.elts
+    if not (isinstance(param, ast.Constant) and isinstance(param.value, str)
+            and isinstance(shard, ast.Constant) and isinstance(shard.value, str)):
+        return None
+    value = shard_id.value if isinstance(shard_id, ast.Constant) else None
+    shard_id_value = value if isinstance(value, (int, str)) and not isinstance(value, bool) else None
+    return Stack(param.value.strip("."), shard.value.strip("."), shard_id_value, node.lineno)
