@@ -1,3 +1,3 @@
 """contractfix: find and fix pipeline-parallel contract violations in vLLM model files."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

@@ -12,6 +12,7 @@ import textwrap
 from collections.abc import Iterable
 
 from . import __version__
+from .families import FAMILIES, Family, family_of
 from .findings import Finding
 
 TRAILER = "Generated-by"
@@ -50,18 +51,36 @@ def _digest(body: str, tree: str, parent: str) -> str:
 
 
 def title(fixed: list[Finding]) -> str:
+    """Names the contract when one family's fixes are all there is; the codes say which otherwise."""
     codes = ", ".join(sorted({f.rule for f in fixed}))
     plural = "" if len(fixed) == 1 else "s"
-    return f"Fix {len(fixed)} pipeline-parallel contract violation{plural} ({codes})"
+    families = by_family(fixed)
+    contract = f"{families[0][0].contract} " if len(families) == 1 else ""
+    return f"Fix {len(fixed)} {contract}contract violation{plural} ({codes})"
+
+
+def by_family(findings: Iterable[Finding]) -> list[tuple[Family, list[Finding]]]:
+    """The findings of each family, in the order of `FAMILIES`."""
+    found = list(findings)
+    groups = [(family, [f for f in found if family_of(f.rule) is family]) for family in FAMILIES]
+    return [(family, mine) for family, mine in groups if mine]
 
 
 def message(fixed: list[Finding], left: list[Finding]) -> str:
-    """The whole message; deterministic, so an unchanged re-run produces the same text."""
-    parts = [title(fixed), _section("Fixed:", _by_file(fixed))]
+    """The whole message; deterministic, so an unchanged re-run produces the same text. Fixes of
+    several families come in a section each, so a reviewer reads one contract at a time."""
+    parts = [title(fixed), *_sections("Fixed", fixed)]
     if left:
-        parts.append(_section("Left for review:", _by_file(left)))
+        parts += _sections("Left for review", left)
     parts.append(trailer())
     return "\n\n".join(parts) + "\n"
+
+
+def _sections(heading: str, findings: list[Finding]) -> list[str]:
+    families = by_family(findings)
+    if len(families) == 1:
+        return [_section(f"{heading}:", _by_file(findings))]
+    return [_section(f"{heading}, {family.title} ({family.prefix}):", _by_file(mine)) for family, mine in families]
 
 
 def _by_file(findings: Iterable[Finding]) -> list[str]:

@@ -6,6 +6,8 @@ import shlex
 from dataclasses import dataclass
 
 from . import __version__
+from .commit_message import by_family
+from .families import FAMILIES, family_of
 from .findings import Applicability, Finding
 from .rules import ALL
 
@@ -43,25 +45,39 @@ def render(
 
 def _intro(fixed: list[Finding], base: str) -> str:
     files = len({f.path for f in fixed})
+    families = by_family(fixed)
+    if len(families) == 1:
+        family = families[0][0]
+        what = f"{family.contract} contract violation{_s(fixed)}"
+        keeps = f"vLLM's {family.contract} ({family.prefix}) contract"
+    else:
+        counts = ", ".join(f"{len(mine)} {family.contract} ({family.prefix})" for family, mine in families)
+        what = f"contract violation{_s(fixed)} ({counts})"
+        keeps = "vLLM's contract it broke"
     return (
-        f"This PR fixes {len(fixed)} pipeline-parallel contract violation{_s(fixed)} in {files} "
-        f"file{'' if files == 1 else 's'}, found and fixed by contractfix "
-        f"{__version__} on `{base[:12]}`. Each change is the minimal edit that makes the model "
-        "file keep vLLM's pipeline-parallel (PP) contract; nothing else is touched."
+        f"This PR fixes {len(fixed)} {what} in {files} file{'' if files == 1 else 's'}, found and fixed by "
+        f"contractfix {__version__} on `{base[:12]}`. Each change is the minimal edit that makes the model "
+        f"file keep {keeps}; nothing else is touched."
     )
 
 
 def _rules(codes: set[str]) -> str:
+    """Each rule's rationale, under its family's heading when the PR holds several families."""
     out = ["## What was wrong"]
-    for code in sorted(codes):
-        rule = ALL[code]
-        out += ["", f"### {rule.code} `{rule.name}`", "", rule.summary, "", rule.rationale]
+    groups = [(family, sorted(c for c in codes if family_of(c) is family)) for family in FAMILIES]
+    families = [(family, mine) for family, mine in groups if mine]
+    for family, mine in families:
+        if len(families) > 1:
+            out += ["", f"### {family.title.capitalize()} ({family.prefix})"]
+        level = "###" if len(families) == 1 else "####"
+        for rule in (ALL[code] for code in mine):
+            out += ["", f"{level} {rule.code} `{rule.name}`", "", rule.summary, "", rule.rationale]
     return "\n".join(out)
 
 
 def _fixes(fixed: list[Finding]) -> str:
     rows = ["## Fixes", "", "| File | Class | Rule | Keys | Fix |", "|---|---|---|---|---|"]
-    for f in _sorted(fixed):
+    for f in [f for _, mine in by_family(fixed) for f in _sorted(mine)]:
         keys = ", ".join(f"`{k}`" for k in f.keys) or "—"
         fix = f.fix.description if f.fix else ""
         rows.append(f"| `{f.path.as_posix()}:{f.line}` | `{f.cls}` | {f.rule} | {keys} | {_cell(fix)} |")

@@ -100,3 +100,24 @@ def test_reproduce_command(findings):
         f"git checkout --detach {BASE}",
         f"contractfix fix --unsafe-fixes --select PP001 --exclude 'tests/*' .  # contractfix {__version__}",
     ]
+
+
+def test_fixes_of_several_families_come_grouped_by_family(findings):
+    """A sweep that fixes a prefix and a pipeline-parallel violation says each contract apart: the
+    commit's sections, the PR's intro, its rules and its fix table, family by family."""
+    from contractfix import commit_message
+
+    prefix = replace(findings["PP002"], rule="PF001", message="a layer built with quant_config= has no prefix=")
+    fixed = [prefix, findings["PP001"]]
+    assert commit_message.title(fixed) == "Fix 2 contract violations (PF001, PP001)"
+    assert commit_message.title([findings["PP001"]]) == "Fix 1 pipeline-parallel contract violation (PP001)"
+    assert commit_message.title([prefix]) == "Fix 1 prefix contract violation (PF001)"
+    text = commit_message.message(fixed, [])
+    assert text.index("Fixed, pipeline parallelism (PP):\nvllm/model_executor/models/step_lite.py") < text.index(
+        "Fixed, prefix (PF):\nvllm/model_executor/models/gemma_lite.py")
+    body = prbody.render(fixed, [], BASE, [])
+    assert body.startswith("This PR fixes 2 contract violations (1 pipeline-parallel (PP), 1 prefix (PF)) in 2 files")
+    wrong = section(body, "What was wrong")
+    assert wrong.index("### Pipeline parallelism (PP)\n\n#### PP001") < wrong.index("### Prefix (PF)\n\n#### PF001")
+    rows = section(body, "Fixes").splitlines()[4:]
+    assert [row.split(" | ")[2] for row in rows] == ["PP001", "PF001"]

@@ -24,4 +24,11 @@ CLASS_FACTS: tuple[ClassFact, ...] = tuple(fact for family in FAMILIES for fact 
 NEEDS: tuple[Need, ...] = tuple(need for family in FAMILIES for need in family.needs)
 FILES: tuple[tuple[bytes, ...], ...] = tuple(family.files for family in FAMILIES if family.files)
 
-__all__ = ["CLASS_FACTS", "FAMILIES", "FILES", "NEEDS", "ClassFact", "Family", "Need"]
+
+
+def family_of(code: str) -> Family:
+    """The family a rule code belongs to (its two-letter prefix)."""
+    return next(family for family in FAMILIES if code.startswith(family.prefix))
+
+
+__all__ = ["CLASS_FACTS", "FAMILIES", "FILES", "NEEDS", "ClassFact", "Family", "Need", "family_of"]

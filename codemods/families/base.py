@@ -41,6 +41,8 @@ class Family:
     prefix: str
     title: str
     package: str
+    contract: str = ""
+    """The contract, as a commit title and a PR body say it: "Fix 2 <contract> contract violations"."""
     class_facts: tuple[ClassFact, ...] = ()
     needs: tuple[Need, ...] = ()
     files: tuple[bytes, ...] = ()

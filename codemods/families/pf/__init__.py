@@ -8,6 +8,6 @@ from ..base import Family
 from .facts import CLASS_FACTS, NEEDS
 
 FAMILY = Family(
-    prefix="PF", title="prefix", package=__name__, class_facts=CLASS_FACTS, needs=NEEDS,
+    prefix="PF", title="prefix", package=__name__, contract="prefix", class_facts=CLASS_FACTS, needs=NEEDS,
     files=(b"quant_config=", b"prefix"),
 )

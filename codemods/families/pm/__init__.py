@@ -7,4 +7,6 @@ from __future__ import annotations
 from ..base import Family
 from .facts import CLASS_FACTS, NEEDS
 
-FAMILY = Family(prefix="PM", title="packed modules", package=__name__, class_facts=CLASS_FACTS, needs=NEEDS)
+FAMILY = Family(
+    prefix="PM", title="packed modules", package=__name__, contract="packed-modules", class_facts=CLASS_FACTS, needs=NEEDS,
+)
