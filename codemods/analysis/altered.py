@@ -261,16 +261,18 @@ class Flow:
 def returns_tuple(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     """Whether every `return` of `fn` (not of a function nested in it) gives a tuple literal: an
     inner model that does so on every rank (`return IntermediateTensors(...), None`) may be unpacked."""
-    returns: list[ast.Return] = []
+    found = False
     pending: list[ast.AST] = list(fn.body)
     while pending:
         node = pending.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            continue
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.expr)):
+            continue  # a return is a statement: no expression holds one
         if isinstance(node, ast.Return):
-            returns.append(node)
+            if not isinstance(node.value, ast.Tuple):
+                return False
+            found = True
         pending.extend(ast.iter_child_nodes(node))
-    return bool(returns) and all(isinstance(r.value, ast.Tuple) for r in returns)
+    return found
 
 
 def _merge(a: _State | None, b: _State | None) -> _State | None:

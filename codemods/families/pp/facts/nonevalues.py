@@ -101,7 +101,8 @@ def value_facts(node: ast.ClassDef, lines: list[str]) -> ValueFacts | None:
             sends.extend(_Flow(item).run())
     if not (sends or none_returns or ctors or none_methods):
         return None
-    names = config_names(node)
+    guards = [g for s in sends for g in (s.guard, s.origin.guard)] + [g for *_, g in (*none_returns, *none_methods)]
+    names = config_names(node) if any(guards) else {}  # read `__init__` only when a guard needs it
     return ValueFacts(
         tuple(replace(s, guard=normalized(s.guard, names),
                       origin=replace(s.origin, guard=normalized(s.origin.guard, names))) for s in sends),

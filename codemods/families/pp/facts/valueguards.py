@@ -31,7 +31,12 @@ def config_names(node: ast.ClassDef) -> dict[str, str]:
     init = next((n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
     found: dict[str, str] = {}
     twice: set[str] = set()
-    for stmt in ast.walk(init) if init else ():
+    pending: list[ast.AST] = [init] if init else []
+    while pending:
+        stmt = pending.pop()
+        if isinstance(stmt, ast.expr):
+            continue  # no expression holds a statement: the walk stays on statements
+        pending.extend(ast.iter_child_nodes(stmt))
         if not isinstance(stmt, ast.Assign):
             continue
         for target in stmt.targets:
