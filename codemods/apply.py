@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ast
 import contextlib
-import difflib
 import glob
 import hashlib
 import os
@@ -17,7 +16,7 @@ from pathlib import Path
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from . import roundtrip
+from . import linediff, roundtrip
 from .edits import Edit
 from .findings import Finding
 from .fixes import TRANSFORMERS
@@ -147,8 +146,7 @@ def verify_scope(result: Rewrite) -> None:
     old = result.before.splitlines(keepends=True)
     new = result.after.splitlines(keepends=True)
     newline = roundtrip.newline(result.before)
-    matcher = difflib.SequenceMatcher(a=old, b=new, autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+    for tag, i1, i2, j1, j2 in linediff.opcodes(old, new):
         if tag == "equal":
             continue
         only_imports = tag == "insert" and all(line.lstrip().startswith((b"from ", b"import ")) for line in new[j1:j2])
@@ -219,7 +217,7 @@ def then(first: Rewrite, second: Rewrite) -> Rewrite:
     with the spans of `second` moved back to the lines of `first.before` they came from."""
     old = first.before.splitlines(keepends=True)
     new = first.after.splitlines(keepends=True)
-    opcodes = difflib.SequenceMatcher(a=old, b=new, autojunk=False).get_opcodes()
+    opcodes = linediff.opcodes(old, new)
 
     def back(line: int, end: bool) -> int:
         for tag, i1, i2, j1, j2 in opcodes:
