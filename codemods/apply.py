@@ -9,14 +9,14 @@ import hashlib
 import os
 import stat
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from . import linediff, roundtrip
+from . import linediff, pieces, roundtrip
 from .edits import Edit
 from .findings import Finding
 from .fixes import TRANSFORMERS
@@ -45,12 +45,18 @@ class Rewrite:
     edit_imports: dict[Edit, frozenset[tuple[str, str]]] = field(default_factory=dict)
 
 
-def rewrite(source: bytes, edits: Sequence[Edit]) -> Rewrite:
+def rewrite(source: bytes, edits: Sequence[Edit], tree: ast.Module | None = None) -> Rewrite:
     """Apply every edit of a file in one pass over its tree: each transformer locates its nodes
-    by their positions in `source`, so edits never shift one another."""
+    by their positions in `source`, so edits never shift one another. libcst reads only the
+    top-level classes and functions the edits touch where the file can be cut (`pieces`), and
+    the whole file otherwise, or where a piece fails (the whole file's error is the one told).
+    `tree` is `source` as `ast` parsed it, where the caller has it."""
     problem = oversized(source)
     if problem:
         raise FixError(problem)
+    quick = _in_pieces(source, edits, tree)
+    if quick is not None:
+        return quick
     try:
         parsed = roundtrip.parse(source)
     except cst.ParserSyntaxError as error:
@@ -86,25 +92,101 @@ def oversized(source: bytes) -> str | None:
 
 
 def _rewrite(source: bytes, module: cst.Module, edits: Sequence[Edit]) -> Rewrite:
+    module, parts = _transform(module, edits, module)
+    edit_spans = {e: list(spans) for part in parts for e, spans in part.spans.items()}
+    edit_imports = {e: frozenset(names) for part in parts for e, names in part.imports.items()}
+    module = _finish(module, parts, edit_spans, edit_imports, lambda line: line)
+    return Rewrite(source, module.bytes, _spans(edit_spans), {e: tuple(s) for e, s in edit_spans.items()}, edit_imports)
+
+
+def _in_pieces(source: bytes, edits: Sequence[Edit], tree: ast.Module | None) -> Rewrite | None:
+    """The rewrite made piece by piece, or None where the file cannot be cut or a piece fails."""
+    try:
+        found = pieces.cut(source, tree or ast.parse(source), edits)
+        return None if found is None else _rewrite_pieces(source, found)
+    except Exception:  # the whole file is rewritten instead, and reports its own error
+        return None
+
+
+def _rewrite_pieces(source: bytes, found: pieces.Cut) -> Rewrite | None:
+    """Each piece rewritten alone; the outline, which libcst reads only for a kind that reads
+    the top level or for the imports the edits need, gets the last steps."""
+    kinds = _parts([e for piece in found.pieces for e in piece.originals])
+    outline = _outline(found) if any(type(p).prepare is not EditTransformer.prepare for p in kinds) else None
+    indent = found.indent()
+    rewritten: dict[int, tuple[int, bytes]] = {}
+    edit_spans: dict[Edit, list[tuple[int, int]]] = {}
+    edit_imports: dict[Edit, frozenset[tuple[str, str]]] = {}
+    for piece in found.pieces:
+        parsed = roundtrip.parse(piece.text)
+        module = parsed.module
+        if parsed.cut or module.default_indent != indent or module.encoding != "utf-8":
+            return None  # libcst would lay new code out otherwise alone than in the whole file
+        module, parts = _transform(module, piece.edits, outline)
+        text = module.bytes
+        if not text.startswith(piece.head):
+            return None
+        rewritten[piece.first] = (piece.last, text[len(piece.head):])
+        back = dict(zip(piece.edits, piece.originals, strict=True))
+        for part in parts:
+            edit_spans.update({back[e]: [(a + piece.shift, b + piece.shift) for a, b in s] for e, s in part.spans.items()})
+            edit_imports.update({back[e]: frozenset(names) for e, names in part.imports.items()})
+    finals = _parts(list(edit_spans))
+    for part in finals:
+        part.applied = set(part.edits)
+    top = found.outline
+    if any(edit_imports.values()) or any(type(p).finish is not EditTransformer.finish for p in finals):
+        outline = outline or _outline(found)
+        if outline is None:
+            return None
+        top = _finish(outline, finals, edit_spans, edit_imports, found.line_of).bytes
+    after = found.joined(top, rewritten, source)
+    return Rewrite(source, after, _spans(edit_spans), {e: tuple(s) for e, s in edit_spans.items()}, edit_imports)
+
+
+def _outline(found: pieces.Cut) -> cst.Module | None:
+    parsed = roundtrip.parse(found.outline)
+    layout = (parsed.module.default_indent, parsed.module.encoding)
+    return None if parsed.cut or layout != (found.indent(), "utf-8") else parsed.module
+
+
+def _parts(edits: Sequence[Edit]) -> list[EditTransformer]:
     groups: dict[type[Edit], list[Edit]] = {}
     for edit in edits:
         groups.setdefault(type(edit), []).append(edit)
-    parts = [TRANSFORMERS[kind](group) for kind, group in groups.items()]
-    module = cst.MetadataWrapper(module).visit(_Together(parts))
+    return [TRANSFORMERS[kind](group) for kind, group in groups.items()]
+
+
+def _transform(module: cst.Module, edits: Sequence[Edit], top: cst.Module | None
+               ) -> tuple[cst.Module, list[EditTransformer]]:
+    """`module` (as parsed: no node in it twice, so libcst need not copy it before it records
+    positions) with `edits` applied, and the transformers that applied them; `top` is the module
+    whose top level they read (the whole file, or its outline; None where no kind reads it)."""
+    parts = _parts(edits)
+    for part in parts:
+        if top is not None:
+            part.prepare(top)
+    module = cst.MetadataWrapper(module, unsafe_skip_copy=True).visit(_Together(parts))
     applied = {edit for part in parts for edit in part.applied}
     for edit in sorted(edits, key=lambda e: (e.line, e.column), reverse=True):
         if edit not in applied:
             raise FixError(f"could not locate the code to edit at line {edit.line} ({type(edit).__name__})")
-    edit_spans = {e: list(spans) for part in parts for e, spans in part.spans.items()}
+    return module, parts
+
+
+def _finish(module: cst.Module, parts: list[EditTransformer], edit_spans: dict, edit_imports: dict,
+            line_of: Callable[[int], int]) -> cst.Module:
+    """Each kind's last step and the imports the edits need, on the module's top level; the
+    lines the steps touched (through `line_of`, to the file's) join their edits' spans."""
     for part in sorted(parts, key=lambda p: type(p).__name__):
         module, touched = part.finish(module)
         for edit in part.applied:
-            edit_spans[edit].extend(touched)
-    edit_imports = {e: frozenset(names) for part in parts for e, names in part.imports.items()}
-    imports = set().union(*edit_imports.values())
-    module = add_imports(module, imports)
-    spans = tuple(span for e in sorted(edit_spans, key=lambda e: (e.line, e.column), reverse=True) for span in edit_spans[e])
-    return Rewrite(source, module.bytes, spans, {e: tuple(s) for e, s in edit_spans.items()}, edit_imports)
+            edit_spans[edit].extend((line_of(a), line_of(b)) for a, b in touched)
+    return add_imports(module, set().union(*edit_imports.values()))
+
+
+def _spans(edit_spans: dict) -> tuple[tuple[int, int], ...]:
+    return tuple(span for e in sorted(edit_spans, key=lambda e: (e.line, e.column), reverse=True) for span in edit_spans[e])
 
 
 class _Together(cst.CSTTransformer):

@@ -169,16 +169,17 @@ def _rewrite_all(session: Session, done: dict, fixable: list[Finding], report: R
     for path, edits in progress.track(edits_of(fixable).items(), "files fixed"):
         source = done[path].after if path in done else session.sources[str(path)]
         problem = oversized(source)
+        tree = None
         if problem:
             problem = f"fix not applied: {problem}"
         elif path not in done:
-            problem = _unparsable(source, str(path))
+            tree, problem = _parsed(source, str(path))
         if problem:
             report.errors.append(FileError(path, problem))
             failed.add(path)
             continue
         try:
-            result = rewrite(source, edits)
+            result = rewrite(source, edits, tree)
             verify_syntax(result, path)
             verify_scope(result)
         except (FixError, OSError) as error:
@@ -461,15 +462,14 @@ def _registry(paths: list[Path], options: Options) -> Path | None:
     return None
 
 
-def _unparsable(data: bytes, path: str) -> str | None:
-    """Why a file to be rewritten does not parse as a whole, if it does not: the analysis may
+def _parsed(data: bytes, path: str) -> tuple[ast.Module | None, str | None]:
+    """A file to be rewritten parsed as a whole, or why it does not parse: the analysis may
     have parsed only part of it, and libcst must not meet what Python refuses (it can crash on
     deep nesting)."""
     try:
-        ast.parse(data, filename=path)
+        return ast.parse(data, filename=path), None
     except UNPARSABLE as error:
-        return parse_problem(error)
-    return None
+        return None, parse_problem(error)
 
 
 def evaluate(session: Session) -> tuple[list[Finding], list[Finding]]:

@@ -1,12 +1,13 @@
 """The changed blocks between two lists of lines, in `difflib.SequenceMatcher.get_opcodes` form.
 
 `SequenceMatcher(autojunk=False)` costs about the sum, over the distinct lines, of how often each
-occurs in one list times in the other, once per block it finds: a file of 20,000 lines with 2,000
-blank ones, or one with 200 fixed classes, takes minutes. Where that sum is small (every vLLM
-model file), its own opcodes are returned, so every diff the fixer proved before is the same;
-past it, the common head and tail are matched, then the lines that occur once in each side (in
-the same order) split the rest into short stretches diffed the same way. Both are correct diffs:
-the second may only place a changed line differently among identical neighbours.
+occurs in one list times in the other, once per changed block: a file of 20,000 lines with 2,000
+blank ones, or one with 200 fixed classes, takes minutes. Here the common head and tail are
+matched, then the lines that occur once in each side (in the same order) split the rest into
+short stretches, diffed by `SequenceMatcher` where that is cheap. Where `SequenceMatcher` on the
+whole is cheap too (every vLLM model file), its own opcodes are returned, so every diff the fixer
+proved before is the same; both are correct diffs, and the second may only place a changed line
+differently among identical neighbours.
 """
 
 from __future__ import annotations
@@ -15,17 +16,18 @@ from collections import Counter
 from collections.abc import Hashable, Sequence
 from difflib import SequenceMatcher
 
-BUDGET = 500_000
-"""The largest sum of line pair counts given to `SequenceMatcher` (vLLM 0.33.0's largest model
-file sums to 214,000)."""
+BUDGET = 4_000_000
+"""The most line pairs `SequenceMatcher` is left to compare: its sum of line pair counts times the
+changed blocks (vLLM 0.33.0's largest model file sums to 214,000)."""
 
 Opcode = tuple[str, int, int, int, int]
 
 
-def opcodes(a: Sequence[Hashable], b: Sequence[Hashable]) -> list[Opcode]:
-    if _cost(a, b) <= BUDGET:
+def opcodes(a: Sequence[Hashable], b: Sequence[Hashable]) -> Sequence[Opcode]:
+    found = _opcodes(_blocks(a, b), len(a), len(b))
+    if _cost(a, b) * len(found) <= BUDGET:
         return SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes()
-    return _opcodes(_blocks(a, b), len(a), len(b))
+    return found
 
 
 def _cost(a: Sequence[Hashable], b: Sequence[Hashable]) -> int:
@@ -49,7 +51,7 @@ def _blocks(a: Sequence[Hashable], b: Sequence[Hashable]) -> list[tuple[int, int
         alo, blo, ahi, bhi = alo + head, blo + head, ahi - tail, bhi - tail
         if alo == ahi or blo == bhi:
             continue
-        if _cost(a[alo:ahi], b[blo:bhi]) <= BUDGET:
+        if _cost(a[alo:ahi], b[blo:bhi]) * min(ahi - alo, bhi - blo) <= BUDGET:
             matcher = SequenceMatcher(a=a[alo:ahi], b=b[blo:bhi], autojunk=False)
             found += [(alo + i, blo + j, n) for i, j, n in matcher.get_matching_blocks()]
             continue
