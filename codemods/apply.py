@@ -243,11 +243,16 @@ def _inside(spans: Sequence[tuple[int, int]], first: int, last: int, old: Sequen
     """Whether old lines `first` up to `last` (0-based; equal for an insertion before `first`)
     lie in the spans (1-based, inclusive)."""
     if first == last:
-        at = first
-        while at > 0 and not old[at - 1].strip():
-            at -= 1  # an insertion after blank lines is the same insertion before them
+        at = _above_blanks(old, first)  # an insertion after blank lines is the same insertion before them
         return any(start - 1 <= k <= end for start, end in spans for k in (first, at))
     return all(any(start - 1 <= k < end for start, end in spans) for k in range(first, last))
+
+
+def _above_blanks(old: Sequence[bytes | str], first: int) -> int:
+    """The first of the blank lines right above old line `first` (0-based), or `first`."""
+    while first > 0 and not old[first - 1].strip():
+        first -= 1
+    return first
 
 
 def shares(result: Rewrite, path: Path, findings: Sequence[Finding]) -> dict[Finding, tuple[Replacement, ...]]:
@@ -263,8 +268,14 @@ def shares(result: Rewrite, path: Path, findings: Sequence[Finding]) -> dict[Fin
     spans = {f: [s for e in own[f] for s in result.edit_spans.get(e, ())] for f in findings}
     imports = {f: {i for e in own[f] for i in result.edit_imports.get(e, ())} for f in findings}
     out: dict[Finding, list[Replacement]] = {f: [] for f in findings}
+    near: dict[int, set[int]] = {}  # line -> the findings a span of which can hold a change there
+    for number, f in enumerate(findings):
+        for start, end in spans[f]:
+            for k in range(max(start - 1, 0), end + 1):
+                near.setdefault(k, set()).add(number)
     for hunk in found:
-        claimed = [f for f in findings if _inside(spans[f], hunk.first, hunk.last, old)]
+        nearby = near.get(hunk.first, set()) | near.get(_above_blanks(old, hunk.first), set())
+        claimed = [findings[n] for n in sorted(nearby) if _inside(spans[findings[n]], hunk.first, hunk.last, old)]
         if claimed or not hunk.inserted:
             for f in claimed:
                 out[f].append(hunk.replacement)
@@ -413,9 +424,8 @@ def _check_unchanged(path: Path, before: bytes) -> None:
 
 
 def edits_of(findings: list[Finding]) -> dict[Path, list[Edit]]:
-    by_path: dict[Path, list[Edit]] = {}
+    by_path: dict[Path, dict[Edit, None]] = {}
     for finding in findings:
         for edit in finding.fix.edits if finding.fix else ():
-            if edit not in by_path.setdefault(edit.path, []):
-                by_path[edit.path].append(edit)
-    return by_path
+            by_path.setdefault(edit.path, {})[edit] = None
+    return {path: list(edits) for path, edits in by_path.items()}

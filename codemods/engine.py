@@ -148,7 +148,9 @@ def _fix(session: Session, report: Report, allowed: set[Applicability], write: b
             kept, findings = _recheck(session, swap, rewrites, by_path, findings, report, failed)
             for path in kept:
                 done[path] = then(done[path], rewrites[path]) if path in done else rewrites[path]
-                fixed_by_path.setdefault(path, []).extend(f for f in by_path[path] if f not in fixed_by_path[path])
+                known = fixed_by_path.setdefault(path, [])
+                seen = set(known)
+                known.extend(dict.fromkeys(f for f in by_path[path] if f not in seen))
             if not kept:
                 break
     _finish(done, fixed_by_path, report, write)
@@ -201,6 +203,7 @@ def _finish(done: dict, fixed_by_path: dict, report: Report, write: bool) -> Non
     each fixed finding's own replacements, for the reports that show fixes (SARIF)."""
     from .apply import FixError, shares, write_atomic
 
+    listed = set(report.fixed)
     for path, result in done.items():
         if write:
             try:
@@ -213,7 +216,8 @@ def _finish(done: dict, fixed_by_path: dict, report: Report, write: bool) -> Non
         fixed = tuple(_as_reported(report, found))
         own = {shown: own[f] for f, shown in zip(found, fixed, strict=True) if f in own}
         report.changes.append(FileChange(path, result.before, result.after, fixed, own))
-        report.fixed.extend(f for f in fixed if f not in report.fixed)
+        report.fixed.extend(f for f in dict.fromkeys(fixed) if f not in listed)
+        listed.update(fixed)
 
 
 def _describe(session: Session, report: Report) -> None:

@@ -103,7 +103,8 @@ def cut(source: bytes, tree: ast.Module, edits: Sequence[Edit]) -> Cut | None:
     if marker in source:
         return None
     end = lines[0][len(lines[0].rstrip(b"\r\n")):]
-    pending = list(edits)
+    pending = sorted(edits, key=lambda e: e.line)
+    taken = 0
     pieces: list[Piece] = []
     folds: list[tuple[int, int, int]] = []
     outline: list[bytes] = []
@@ -120,14 +121,18 @@ def cut(source: bytes, tree: ast.Module, edits: Sequence[Edit]) -> Cut | None:
         folds.append((first, last, stand_in.count(b"\n")))
         outline.append(stand_in)
         at = last + 1
-        mine = [e for e in pending if first <= e.line <= last]
+        if taken < len(pending) and pending[taken].line < first:
+            return None
+        mine = []
+        while taken < len(pending) and pending[taken].line <= last:
+            mine.append(pending[taken])
+            taken += 1
         if not mine:
             continue
         if any(not first <= n <= last for e in mine for n in _lines(e)):
             return None
-        pending = [e for e in pending if e not in mine]
         pieces += _methods(stmt, lines, mine, end) or [_piece(first, last, b"", lines, mine)]
-    if pending:
+    if taken < len(pending):
         return None
     outline += lines[at - 1:]
     return Cut(b"".join(outline), tuple(pieces), tuple(folds), marker)
