@@ -4,20 +4,19 @@ from __future__ import annotations
 
 import ast
 import contextlib
-import difflib
 import glob
 import hashlib
 import os
 import stat
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from . import roundtrip
+from . import linediff, pieces, roundtrip
 from .edits import Edit
 from .findings import Finding
 from .fixes import TRANSFORMERS
@@ -46,12 +45,18 @@ class Rewrite:
     edit_imports: dict[Edit, frozenset[tuple[str, str]]] = field(default_factory=dict)
 
 
-def rewrite(source: bytes, edits: Sequence[Edit]) -> Rewrite:
+def rewrite(source: bytes, edits: Sequence[Edit], tree: ast.Module | None = None) -> Rewrite:
     """Apply every edit of a file in one pass over its tree: each transformer locates its nodes
-    by their positions in `source`, so edits never shift one another."""
+    by their positions in `source`, so edits never shift one another. libcst reads only the
+    top-level classes and functions the edits touch where the file can be cut (`pieces`), and
+    the whole file otherwise, or where a piece fails (the whole file's error is the one told).
+    `tree` is `source` as `ast` parsed it, where the caller has it."""
     problem = oversized(source)
     if problem:
         raise FixError(problem)
+    quick = _in_pieces(source, edits, tree)
+    if quick is not None:
+        return quick
     try:
         parsed = roundtrip.parse(source)
     except cst.ParserSyntaxError as error:
@@ -87,25 +92,101 @@ def oversized(source: bytes) -> str | None:
 
 
 def _rewrite(source: bytes, module: cst.Module, edits: Sequence[Edit]) -> Rewrite:
+    module, parts = _transform(module, edits, module)
+    edit_spans = {e: list(spans) for part in parts for e, spans in part.spans.items()}
+    edit_imports = {e: frozenset(names) for part in parts for e, names in part.imports.items()}
+    module = _finish(module, parts, edit_spans, edit_imports, lambda line: line)
+    return Rewrite(source, module.bytes, _spans(edit_spans), {e: tuple(s) for e, s in edit_spans.items()}, edit_imports)
+
+
+def _in_pieces(source: bytes, edits: Sequence[Edit], tree: ast.Module | None) -> Rewrite | None:
+    """The rewrite made piece by piece, or None where the file cannot be cut or a piece fails."""
+    try:
+        found = pieces.cut(source, tree or ast.parse(source), edits)
+        return None if found is None else _rewrite_pieces(source, found)
+    except Exception:  # the whole file is rewritten instead, and reports its own error
+        return None
+
+
+def _rewrite_pieces(source: bytes, found: pieces.Cut) -> Rewrite | None:
+    """Each piece rewritten alone; the outline, which libcst reads only for a kind that reads
+    the top level or for the imports the edits need, gets the last steps."""
+    kinds = _parts([e for piece in found.pieces for e in piece.originals])
+    outline = _outline(found) if any(type(p).prepare is not EditTransformer.prepare for p in kinds) else None
+    indent = found.indent()
+    rewritten: dict[int, tuple[int, bytes]] = {}
+    edit_spans: dict[Edit, list[tuple[int, int]]] = {}
+    edit_imports: dict[Edit, frozenset[tuple[str, str]]] = {}
+    for piece in found.pieces:
+        parsed = roundtrip.parse(piece.text)
+        module = parsed.module
+        if parsed.cut or module.default_indent != indent or module.encoding != "utf-8":
+            return None  # libcst would lay new code out otherwise alone than in the whole file
+        module, parts = _transform(module, piece.edits, outline)
+        text = module.bytes
+        if not text.startswith(piece.head):
+            return None
+        rewritten[piece.first] = (piece.last, text[len(piece.head):])
+        back = dict(zip(piece.edits, piece.originals, strict=True))
+        for part in parts:
+            edit_spans.update({back[e]: [(a + piece.shift, b + piece.shift) for a, b in s] for e, s in part.spans.items()})
+            edit_imports.update({back[e]: frozenset(names) for e, names in part.imports.items()})
+    finals = _parts(list(edit_spans))
+    for part in finals:
+        part.applied = set(part.edits)
+    top = found.outline
+    if any(edit_imports.values()) or any(type(p).finish is not EditTransformer.finish for p in finals):
+        outline = outline or _outline(found)
+        if outline is None:
+            return None
+        top = _finish(outline, finals, edit_spans, edit_imports, found.line_of).bytes
+    after = found.joined(top, rewritten, source)
+    return Rewrite(source, after, _spans(edit_spans), {e: tuple(s) for e, s in edit_spans.items()}, edit_imports)
+
+
+def _outline(found: pieces.Cut) -> cst.Module | None:
+    parsed = roundtrip.parse(found.outline)
+    layout = (parsed.module.default_indent, parsed.module.encoding)
+    return None if parsed.cut or layout != (found.indent(), "utf-8") else parsed.module
+
+
+def _parts(edits: Sequence[Edit]) -> list[EditTransformer]:
     groups: dict[type[Edit], list[Edit]] = {}
     for edit in edits:
         groups.setdefault(type(edit), []).append(edit)
-    parts = [TRANSFORMERS[kind](group) for kind, group in groups.items()]
-    module = cst.MetadataWrapper(module).visit(_Together(parts))
+    return [TRANSFORMERS[kind](group) for kind, group in groups.items()]
+
+
+def _transform(module: cst.Module, edits: Sequence[Edit], top: cst.Module | None
+               ) -> tuple[cst.Module, list[EditTransformer]]:
+    """`module` (as parsed: no node in it twice, so libcst need not copy it before it records
+    positions) with `edits` applied, and the transformers that applied them; `top` is the module
+    whose top level they read (the whole file, or its outline; None where no kind reads it)."""
+    parts = _parts(edits)
+    for part in parts:
+        if top is not None:
+            part.prepare(top)
+    module = cst.MetadataWrapper(module, unsafe_skip_copy=True).visit(_Together(parts))
     applied = {edit for part in parts for edit in part.applied}
     for edit in sorted(edits, key=lambda e: (e.line, e.column), reverse=True):
         if edit not in applied:
             raise FixError(f"could not locate the code to edit at line {edit.line} ({type(edit).__name__})")
-    edit_spans = {e: list(spans) for part in parts for e, spans in part.spans.items()}
+    return module, parts
+
+
+def _finish(module: cst.Module, parts: list[EditTransformer], edit_spans: dict, edit_imports: dict,
+            line_of: Callable[[int], int]) -> cst.Module:
+    """Each kind's last step and the imports the edits need, on the module's top level; the
+    lines the steps touched (through `line_of`, to the file's) join their edits' spans."""
     for part in sorted(parts, key=lambda p: type(p).__name__):
         module, touched = part.finish(module)
         for edit in part.applied:
-            edit_spans[edit].extend(touched)
-    edit_imports = {e: frozenset(names) for part in parts for e, names in part.imports.items()}
-    imports = set().union(*edit_imports.values())
-    module = add_imports(module, imports)
-    spans = tuple(span for e in sorted(edit_spans, key=lambda e: (e.line, e.column), reverse=True) for span in edit_spans[e])
-    return Rewrite(source, module.bytes, spans, {e: tuple(s) for e, s in edit_spans.items()}, edit_imports)
+            edit_spans[edit].extend((line_of(a), line_of(b)) for a, b in touched)
+    return add_imports(module, set().union(*edit_imports.values()))
+
+
+def _spans(edit_spans: dict) -> tuple[tuple[int, int], ...]:
+    return tuple(span for e in sorted(edit_spans, key=lambda e: (e.line, e.column), reverse=True) for span in edit_spans[e])
 
 
 class _Together(cst.CSTTransformer):
@@ -147,8 +228,7 @@ def verify_scope(result: Rewrite) -> None:
     old = result.before.splitlines(keepends=True)
     new = result.after.splitlines(keepends=True)
     newline = roundtrip.newline(result.before)
-    matcher = difflib.SequenceMatcher(a=old, b=new, autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+    for tag, i1, i2, j1, j2 in linediff.opcodes(old, new):
         if tag == "equal":
             continue
         only_imports = tag == "insert" and all(line.lstrip().startswith((b"from ", b"import ")) for line in new[j1:j2])
@@ -163,11 +243,16 @@ def _inside(spans: Sequence[tuple[int, int]], first: int, last: int, old: Sequen
     """Whether old lines `first` up to `last` (0-based; equal for an insertion before `first`)
     lie in the spans (1-based, inclusive)."""
     if first == last:
-        at = first
-        while at > 0 and not old[at - 1].strip():
-            at -= 1  # an insertion after blank lines is the same insertion before them
+        at = _above_blanks(old, first)  # an insertion after blank lines is the same insertion before them
         return any(start - 1 <= k <= end for start, end in spans for k in (first, at))
     return all(any(start - 1 <= k < end for start, end in spans) for k in range(first, last))
+
+
+def _above_blanks(old: Sequence[bytes | str], first: int) -> int:
+    """The first of the blank lines right above old line `first` (0-based), or `first`."""
+    while first > 0 and not old[first - 1].strip():
+        first -= 1
+    return first
 
 
 def shares(result: Rewrite, path: Path, findings: Sequence[Finding]) -> dict[Finding, tuple[Replacement, ...]]:
@@ -183,8 +268,14 @@ def shares(result: Rewrite, path: Path, findings: Sequence[Finding]) -> dict[Fin
     spans = {f: [s for e in own[f] for s in result.edit_spans.get(e, ())] for f in findings}
     imports = {f: {i for e in own[f] for i in result.edit_imports.get(e, ())} for f in findings}
     out: dict[Finding, list[Replacement]] = {f: [] for f in findings}
+    near: dict[int, set[int]] = {}  # line -> the findings a span of which can hold a change there
+    for number, f in enumerate(findings):
+        for start, end in spans[f]:
+            for k in range(max(start - 1, 0), end + 1):
+                near.setdefault(k, set()).add(number)
     for hunk in found:
-        claimed = [f for f in findings if _inside(spans[f], hunk.first, hunk.last, old)]
+        nearby = near.get(hunk.first, set()) | near.get(_above_blanks(old, hunk.first), set())
+        claimed = [findings[n] for n in sorted(nearby) if _inside(spans[findings[n]], hunk.first, hunk.last, old)]
         if claimed or not hunk.inserted:
             for f in claimed:
                 out[f].append(hunk.replacement)
@@ -219,7 +310,7 @@ def then(first: Rewrite, second: Rewrite) -> Rewrite:
     with the spans of `second` moved back to the lines of `first.before` they came from."""
     old = first.before.splitlines(keepends=True)
     new = first.after.splitlines(keepends=True)
-    opcodes = difflib.SequenceMatcher(a=old, b=new, autojunk=False).get_opcodes()
+    opcodes = linediff.opcodes(old, new)
 
     def back(line: int, end: bool) -> int:
         for tag, i1, i2, j1, j2 in opcodes:
@@ -333,9 +424,8 @@ def _check_unchanged(path: Path, before: bytes) -> None:
 
 
 def edits_of(findings: list[Finding]) -> dict[Path, list[Edit]]:
-    by_path: dict[Path, list[Edit]] = {}
+    by_path: dict[Path, dict[Edit, None]] = {}
     for finding in findings:
         for edit in finding.fix.edits if finding.fix else ():
-            if edit not in by_path.setdefault(edit.path, []):
-                by_path[edit.path].append(edit)
-    return by_path
+            by_path.setdefault(edit.path, {})[edit] = None
+    return {path: list(edits) for path, edits in by_path.items()}

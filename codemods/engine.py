@@ -148,7 +148,9 @@ def _fix(session: Session, report: Report, allowed: set[Applicability], write: b
             kept, findings = _recheck(session, swap, rewrites, by_path, findings, report, failed)
             for path in kept:
                 done[path] = then(done[path], rewrites[path]) if path in done else rewrites[path]
-                fixed_by_path.setdefault(path, []).extend(f for f in by_path[path] if f not in fixed_by_path[path])
+                known = fixed_by_path.setdefault(path, [])
+                seen = set(known)
+                known.extend(dict.fromkeys(f for f in by_path[path] if f not in seen))
             if not kept:
                 break
     _finish(done, fixed_by_path, report, write)
@@ -169,16 +171,17 @@ def _rewrite_all(session: Session, done: dict, fixable: list[Finding], report: R
     for path, edits in progress.track(edits_of(fixable).items(), "files fixed"):
         source = done[path].after if path in done else session.sources[str(path)]
         problem = oversized(source)
+        tree = None
         if problem:
             problem = f"fix not applied: {problem}"
         elif path not in done:
-            problem = _unparsable(source, str(path))
+            tree, problem = _parsed(source, str(path))
         if problem:
             report.errors.append(FileError(path, problem))
             failed.add(path)
             continue
         try:
-            result = rewrite(source, edits)
+            result = rewrite(source, edits, tree)
             verify_syntax(result, path)
             verify_scope(result)
         except (FixError, OSError) as error:
@@ -200,6 +203,7 @@ def _finish(done: dict, fixed_by_path: dict, report: Report, write: bool) -> Non
     each fixed finding's own replacements, for the reports that show fixes (SARIF)."""
     from .apply import FixError, shares, write_atomic
 
+    listed = set(report.fixed)
     for path, result in done.items():
         if write:
             try:
@@ -212,7 +216,8 @@ def _finish(done: dict, fixed_by_path: dict, report: Report, write: bool) -> Non
         fixed = tuple(_as_reported(report, found))
         own = {shown: own[f] for f, shown in zip(found, fixed, strict=True) if f in own}
         report.changes.append(FileChange(path, result.before, result.after, fixed, own))
-        report.fixed.extend(f for f in fixed if f not in report.fixed)
+        report.fixed.extend(f for f in dict.fromkeys(fixed) if f not in listed)
+        listed.update(fixed)
 
 
 def _describe(session: Session, report: Report) -> None:
@@ -461,15 +466,14 @@ def _registry(paths: list[Path], options: Options) -> Path | None:
     return None
 
 
-def _unparsable(data: bytes, path: str) -> str | None:
-    """Why a file to be rewritten does not parse as a whole, if it does not: the analysis may
+def _parsed(data: bytes, path: str) -> tuple[ast.Module | None, str | None]:
+    """A file to be rewritten parsed as a whole, or why it does not parse: the analysis may
     have parsed only part of it, and libcst must not meet what Python refuses (it can crash on
     deep nesting)."""
     try:
-        ast.parse(data, filename=path)
+        return ast.parse(data, filename=path), None
     except UNPARSABLE as error:
-        return parse_problem(error)
-    return None
+        return None, parse_problem(error)
 
 
 def evaluate(session: Session) -> tuple[list[Finding], list[Finding]]:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import bisect
-import difflib
 import re
 from dataclasses import dataclass
+
+from . import linediff
 
 LINE_END = re.compile(r"\r\n|\r|\n")
 
@@ -47,7 +48,7 @@ def hunks(before: str, after: str) -> list[Hunk]:
     for line in old:
         offset.append(offset[-1] + len(line))
     found = []
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=old, b=new, autojunk=False).get_opcodes():
+    for tag, i1, i2, j1, j2 in linediff.opcodes(old, new):
         if tag == "equal":
             continue
         was, now = "".join(old[i1:i2]), "".join(new[j1:j2])

@@ -12,12 +12,12 @@ refused. Any other layout libcst would not print back is refused, naming the lin
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import re
 from dataclasses import dataclass, field
 
 import libcst as cst
 
+from . import linediff
 from .edits import Edit
 
 _FORM_FEED_PREFIX = re.compile(rb"[ \t\f]*\f")
@@ -46,7 +46,7 @@ class Parsed:
             return after
         old = _without(self.source, self.cut).splitlines(keepends=True)
         new = after.splitlines(keepends=True)
-        for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=old, b=new, autojunk=False).get_opcodes():
+        for tag, i1, i2, j1, j2 in linediff.opcodes(old, new):
             if tag not in ("equal", "replace"):
                 continue
             for line in range(i1, i2):

@@ -29,6 +29,10 @@ class EditTransformer(cst.CSTTransformer, Generic[E]):
         self.spans: dict[E, list[tuple[int, int]]] = {}
         self.imports: dict[E, set[tuple[str, str]]] = {}
 
+    def prepare(self, module: cst.Module) -> None:
+        """Read what the kind needs of the module's top level before the visit (`module` is the
+        whole file, or its outline when libcst reads only the pieces the edits touch)."""
+
     def finish(self, module: cst.Module) -> tuple[cst.Module, list[tuple[int, int]]]:
         """A last step once every edit of the file is in (imports the kind adds itself), with
         the original line spans it changed."""

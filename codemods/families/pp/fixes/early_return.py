@@ -21,8 +21,8 @@ class EarlyReturn(InsertAfter[edits.EarlyReturn]):
     method = "forward"
     source = DEFAULT_SOURCE
 
-    def visit_Module(self, node: cst.Module) -> None:
-        self.source = distributed_package(import_sources(node)) or DEFAULT_SOURCE
+    def prepare(self, module: cst.Module) -> None:
+        self.source = distributed_package(import_sources(module)) or DEFAULT_SOURCE
 
     def statement(self, edit: edits.EarlyReturn, column: int) -> str:
         self.need_import(edit, self.source, "get_pp_group")

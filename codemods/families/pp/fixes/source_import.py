@@ -5,8 +5,6 @@ from where the model's splitter comes from."""
 from __future__ import annotations
 
 import libcst as cst
-from libcst.codemod import CodemodContext
-from libcst.codemod.visitors import AddImportsVisitor
 from libcst.metadata import PositionProvider
 
 
@@ -24,6 +22,9 @@ def import_from(module: cst.Module, name: str, source: str, package: str) -> tup
             body[index] = stmt.with_changes(body=[_with_alias(node, name)])
             span = positions[stmt]
             return wrapper.module.with_changes(body=body), [(span.start.line, span.end.line)]
+    from libcst.codemod import CodemodContext  # libcst.matchers, which it loads, takes 0.3-0.8 s
+    from libcst.codemod.visitors import AddImportsVisitor
+
     context = CodemodContext()
     AddImportsVisitor.add_needed_import(context, source, name)
     return AddImportsVisitor(context).transform_module(module), []

@@ -1,0 +1,200 @@
+"""A file cut for libcst: the top-level classes and functions its edits touch, each to be parsed
+alone, and an outline of the file with every top-level class and function folded to a marked
+one-statement stand-in, for the steps that read the module's top level (imports).
+
+libcst costs about a millisecond a line wherever a fix lands, so a fix in a file of 20,000 lines
+took 30 s; cut, it reads only what it edits. The outline keeps what those steps see: every other
+top-level statement as written, the stand-ins' kinds and names, and each block's first indent
+(libcst's default indent), so new code gets the layout it would get in the whole file.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import io
+import os
+import tokenize
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .edits import Edit
+
+FOLDED = (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+@dataclass(frozen=True)
+class Piece:
+    """Lines `first` to `last` (1-based, inclusive) of the file: a top-level class or function,
+    or a method of a top-level class, then under a `class Name:` line of its own (`head`), so
+    that the transformers see the class they look for."""
+
+    first: int
+    last: int
+    head: bytes
+    text: bytes
+    """`head` and the lines."""
+    edits: tuple[Edit, ...]
+    """The piece's edits, their lines counted in `text`."""
+    originals: tuple[Edit, ...]
+
+    @property
+    def shift(self) -> int:
+        """What a line of `text` adds to be the file's."""
+        return self.first - 1 - self.head.count(b"\n")
+
+
+@dataclass(frozen=True)
+class Cut:
+    outline: bytes
+    pieces: tuple[Piece, ...]
+    folds: tuple[tuple[int, int, int], ...]
+    """Per fold: its first and last line in the file, and its lines in the outline."""
+    marker: bytes
+
+    def joined(self, outline: bytes, rewritten: dict[int, tuple[int, bytes]], source: bytes) -> bytes:
+        """The file from a rewritten outline: each stand-in back as the lines it stands for,
+        those of a piece as rewritten (`rewritten`: its first line -> its last, its new text)."""
+        lines = source.splitlines(keepends=True)
+        out = outline.splitlines(keepends=True)
+        joined = []
+        at = 0
+        while at < len(out):
+            line = out[at]
+            found = line.find(self.marker)
+            if found < 0:
+                joined.append(line)
+                at += 1
+                continue
+            first, last, size = self.folds[int(line[found + len(self.marker):].split()[0])]
+            while first <= last:
+                end, text = rewritten.get(first, (first, lines[first - 1]))
+                joined.append(text)
+                first = end + 1
+            at += size
+        return b"".join(joined)
+
+    def indent(self) -> str:
+        """The indent libcst would take as the file's default: the first block's (the outline
+        keeps it), four spaces when there is none."""
+        for token in tokenize.tokenize(io.BytesIO(self.outline).readline):
+            if token.type == tokenize.INDENT:
+                return token.string
+        return "    "
+
+    def line_of(self, line: int) -> int:
+        """The file's line of outline line `line` (one outside every stand-in)."""
+        moved = 0
+        for first, last, size in self.folds:
+            if first - moved + size > line:
+                break
+            moved += last - first + 1 - size
+        return line + moved
+
+
+def cut(source: bytes, tree: ast.Module, edits: Sequence[Edit]) -> Cut | None:
+    """`source` cut around `edits`; None where an edit lies outside every top-level class and
+    function, or the file's layout could read differently in pieces (a BOM or a coding cookie,
+    mixed or missing line ends, form feeds, backslash continuations)."""
+    lines = source.splitlines(keepends=True)
+    if not lines or _unusual(source, lines):
+        return None
+    marker = b"contractfix-fold-" + os.urandom(8).hex().encode() + b"-"
+    if marker in source:
+        return None
+    end = lines[0][len(lines[0].rstrip(b"\r\n")):]
+    pending = sorted(edits, key=lambda e: e.line)
+    taken = 0
+    pieces: list[Piece] = []
+    folds: list[tuple[int, int, int]] = []
+    outline: list[bytes] = []
+    at = 1
+    for stmt in tree.body:
+        if not isinstance(stmt, FOLDED):
+            continue
+        first = min([stmt.lineno, *(d.lineno for d in stmt.decorator_list)])
+        last = stmt.end_lineno or stmt.lineno
+        if first < at:
+            return None
+        outline += lines[at - 1:first - 1]
+        stand_in = _stand_in(stmt, lines, marker + str(len(folds)).encode(), end)
+        folds.append((first, last, stand_in.count(b"\n")))
+        outline.append(stand_in)
+        at = last + 1
+        if taken < len(pending) and pending[taken].line < first:
+            return None
+        mine = []
+        while taken < len(pending) and pending[taken].line <= last:
+            mine.append(pending[taken])
+            taken += 1
+        if not mine:
+            continue
+        if any(not first <= n <= last for e in mine for n in _lines(e)):
+            return None
+        pieces += _methods(stmt, lines, mine, end) or [_piece(first, last, b"", lines, mine)]
+    if taken < len(pending):
+        return None
+    outline += lines[at - 1:]
+    return Cut(b"".join(outline), tuple(pieces), tuple(folds), marker)
+
+
+def _methods(stmt: ast.stmt, lines: list[bytes], edits: list[Edit], end: bytes) -> list[Piece]:
+    """The pieces of a class whose every edit lies in one of its methods: those methods (none
+    where an edit lies elsewhere, in the class's own body or a nested class)."""
+    if not isinstance(stmt, ast.ClassDef):
+        return []
+    head = b"class " + stmt.name.encode() + b":" + end
+    found = []
+    left = list(edits)
+    for inner in stmt.body:
+        if not isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        first = min([inner.lineno, *(d.lineno for d in inner.decorator_list)])
+        last = inner.end_lineno or inner.lineno
+        mine = [e for e in left if all(first <= n <= last for n in _lines(e))]
+        if mine:
+            found.append(_piece(first, last, head, lines, mine))
+            left = [e for e in left if e not in mine]
+    return [] if left else found
+
+
+def _piece(first: int, last: int, head: bytes, lines: list[bytes], edits: list[Edit]) -> Piece:
+    piece = Piece(first, last, head, head + b"".join(lines[first - 1:last]), (), tuple(edits))
+    return dataclasses.replace(piece, edits=tuple(_moved(e, piece.shift) for e in edits))
+
+
+def _unusual(source: bytes, lines: list[bytes]) -> bool:
+    ends = source.count(b"\n")
+    crlf = source.count(b"\r\n")
+    return (
+        source.startswith(b"\xef\xbb\xbf") or b"\f" in source or b"\\\n" in source or b"\\\r\n" in source
+        or not source.endswith(b"\n") or (crlf not in (0, ends)) or source.count(b"\r") != crlf
+        or any(b"coding" in line and line.lstrip().startswith(b"#") for line in lines[:2])
+    )
+
+
+def _stand_in(stmt: ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef, lines: list[bytes], mark: bytes,
+              end: bytes) -> bytes:
+    """`class Name:` or `def name():`, marked, with `pass` indented as the body's first line
+    (libcst takes its default indent from the first indented block), or on the same line for a
+    body that does not start on a line of its own."""
+    head = b"class " if isinstance(stmt, ast.ClassDef) else b"def "
+    head += stmt.name.encode() + (b":" if isinstance(stmt, ast.ClassDef) else b"():")
+    inner = stmt.body[0]
+    decorators = getattr(inner, "decorator_list", [])
+    line = lines[min([inner.lineno, *(d.lineno for d in decorators)]) - 1]
+    indent = line[:len(line) - len(line.lstrip(b" \t"))]
+    own_line = bool(decorators) or line[:inner.col_offset].strip() == b""
+    if own_line:
+        return head + b"  # " + mark + end + indent + b"pass" + end
+    return head + b" pass  # " + mark + end
+
+
+def _lines(edit: Edit) -> list[int]:
+    return [getattr(edit, f.name) for f in dataclasses.fields(edit) if f.name == "line" or f.name.endswith("_line")]
+
+
+def _moved(edit: Edit, by: int) -> Edit:
+    """`edit` with each of its lines counted from line `by + 1`."""
+    names = [f.name for f in dataclasses.fields(edit) if f.name == "line" or f.name.endswith("_line")]
+    return dataclasses.replace(edit, **{name: getattr(edit, name) - by for name in names})
