@@ -81,7 +81,7 @@ def terminate_group(proc: subprocess.Popen, grace: float = GRACE_S) -> None:
     """SIGTERM the process group led by `proc`, SIGKILL what is left after `grace`, reap `proc`."""
     pgid = proc.pid
     if not _signal_group(pgid, signal.SIGTERM):
-        proc.wait()
+        _reap(proc, grace)
         return
     deadline = time.monotonic() + grace
     while time.monotonic() < deadline:
@@ -89,7 +89,22 @@ def terminate_group(proc: subprocess.Popen, grace: float = GRACE_S) -> None:
             return
         time.sleep(0.05)
     _signal_group(pgid, signal.SIGKILL)
-    proc.wait()
+    _reap(proc, grace)
+
+
+def _reap(proc: subprocess.Popen, grace: float) -> None:
+    """Wait for `proc`. A Ctrl-C that lands in `Popen.wait` just after it takes its internal lock
+    leaves the lock held (CPython takes it before the `try` that releases it), and a plain
+    `proc.wait()` then blocks forever; a wait with a timeout never blocks on the lock, and past
+    it the child is reaped by its pid."""
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        try:
+            _, status = os.waitpid(proc.pid, 0)
+        except ChildProcessError:
+            return
+        proc.returncode = os.waitstatus_to_exitcode(status)
 
 
 def _signal_group(pgid: int, sig: int) -> bool:

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from contractfix.smoke.runner import run
+from contractfix.smoke.runner import run, terminate_group
 
 STAND_IN = textwrap.dedent(
     """
@@ -92,6 +94,24 @@ def test_ctrl_c_kills_the_group_and_propagates(stand_in: Path, tmp_path: Path) -
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
     assert _wait_dead(int(pid_file.read_text())), "the grandchild outlived Ctrl-C"
+
+
+def test_a_wait_lock_an_interrupt_left_held_does_not_hang_the_reap(stand_in: Path, tmp_path: Path) -> None:
+    """A Ctrl-C between `Popen.wait`'s taking its internal lock and the `try` that releases it
+    leaves the lock held (seen once in this suite: the run hung for good); the group is still
+    killed and the child reaped."""
+    pid_file = tmp_path / "pid"
+    proc = subprocess.Popen([sys.executable, stand_in, pid_file, "hang"], stdout=subprocess.DEVNULL,
+                            start_new_session=True)
+    while not pid_file.exists():
+        time.sleep(0.05)
+    proc._waitpid_lock.acquire()  # what the interrupt leaves behind
+    reaper = threading.Thread(target=terminate_group, args=(proc, 1), daemon=True)
+    reaper.start()
+    reaper.join(30)
+    assert not reaper.is_alive(), "terminate_group hung on the held lock"
+    assert proc.returncode is not None
+    assert _wait_dead(int(pid_file.read_text())), "the grandchild outlived the reap"
 
 
 def test_the_child_leads_its_own_process_group(tmp_path: Path) -> None:
