@@ -1,8 +1,8 @@
 """Generated model files for measuring how `fix` grows within one file, and the measurement.
 
-`classes(n)` holds n classes that each send `residual` without allocating it (PP001, the
-Step3TextModel shape: n safe fixes); `lines(n)` holds one such class among clean ones, about n
-lines in all. `growth` times `fix --diff` and `check` on both series in CPU seconds (the
+`classes(n)` holds n copies of PP001's own example (Step3TextModel sends `residual` without
+allocating it: n safe fixes); `lines(n)` holds one among fixed copies, about n lines in all.
+`tests/test_fix_speed.py` fits the same exponent in process. `growth` times `fix --diff` and `check` on both series in CPU seconds (the
 machine's load moves wall time more) and fits the exponent of time against size, after taking
 off the cost of the same command on the smallest file of one class: start-up is not growth.
 """
@@ -16,52 +16,38 @@ import subprocess
 import sys
 from pathlib import Path
 
+from contractfix.families.pp.rules import pp001_key_not_allocated as pp001
+
 CLASSES = (25, 50, 100, 200)
 LINES = (2_500, 5_000, 10_000, 20_000)
 
-HEADER = '''\
+HEADER = """\
 import torch
 from torch import nn
 
 from vllm.distributed import get_pp_group
 from vllm.model_executor.models.utils import make_empty_intermediate_tensors_factory
 from vllm.sequence import IntermediateTensors
-'''
 
-MODEL = '''
 
-class Model{n}(nn.Module):
-    def __init__(self, config):
-        super().__init__()
-        self.make_empty_intermediate_tensors = make_empty_intermediate_tensors_factory(
-            [{keys}], config.hidden_size
-        )
-
-    def forward(self, input_ids, positions, intermediate_tensors=None):
-        if get_pp_group().is_first_rank:
-            hidden_states, residual = self.embed_tokens(input_ids), None
-        else:
-            hidden_states = intermediate_tensors["hidden_states"]
-            residual = intermediate_tensors["residual"]
-        hidden_states, residual = self.layers(positions, hidden_states, residual)
-        if not get_pp_group().is_last_rank:
-            return IntermediateTensors({{"hidden_states": hidden_states, "residual": residual}})
-        return self.norm(hidden_states, residual)
-'''
-BROKEN = '"hidden_states"'
-HEALTHY = '"hidden_states", "residual"'
-MODEL_LINES = MODEL.count("\n")
+"""
 
 
 def classes(n: int) -> str:
-    """n classes, each with one PP001 finding and its safe fix."""
-    return HEADER + "".join(MODEL.format(n=i, keys=BROKEN) for i in range(n))
+    """n classes, each with one PP001 finding and its safe fix (the rule's own example, renamed)."""
+    return HEADER + "".join(pp001.BEFORE.replace("Step3TextModel", f"Model{i}") + "\n\n" for i in range(n))
 
 
 def lines(n: int) -> str:
-    """One broken class among healthy ones: about n lines, one fix."""
-    healthy = max(0, (n - HEADER.count("\n")) // MODEL_LINES - 1)
-    return HEADER + MODEL.format(n=0, keys=BROKEN) + "".join(MODEL.format(n=i + 1, keys=HEALTHY) for i in range(healthy))
+    """One class with a PP001 fix, then clean classes (the example fixed) up to about n lines."""
+    parts = [HEADER, pp001.BEFORE, "\n\n"]
+    count = sum(p.count("\n") for p in parts)
+    for i in range(n):
+        if count >= n:
+            break
+        parts.append(pp001.AFTER.replace("Step3TextModel", f"Clean{i}") + "\n\n")
+        count += parts[-1].count("\n")
+    return "".join(parts)
 
 
 def cpu_seconds(argv: list[str], env: dict[str, str], cwd: Path) -> float:

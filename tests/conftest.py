@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import importlib.util
 import os
 import shutil
 import sys
@@ -29,6 +30,15 @@ def _import_checkout_as_contractfix() -> None:
 
 _import_checkout_as_contractfix()
 pytest_plugins = ["tests.gitfixtures"]
+
+
+def bench_module(name: str):
+    """A module of bench/ (no package: run by hand), loaded from its file."""
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "bench" / f"{name}.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

@@ -5,45 +5,19 @@ line diffs stopped being quadratic in repeated lines."""
 
 from __future__ import annotations
 
-import math
 import statistics
 import time
 from pathlib import Path
 
 from contractfix import engine
 from contractfix.config import Options
-from contractfix.families.pp.rules import pp001_key_not_allocated as pp001
 
-from .conftest import MEASUREMENTS
+from .conftest import MEASUREMENTS, bench_module
 
-HEAD = """import torch
-from torch import nn
+generated = bench_module("generated")  # the files bench/bench.py times, so the test and the bench agree
 
-from vllm.distributed import get_pp_group
-from vllm.model_executor.models.utils import make_empty_intermediate_tensors_factory
-from vllm.sequence import IntermediateTensors
-
-
-"""
 MAX_EXPONENT = 1.3
 REPEATS = 3
-
-
-def _classes(count: int) -> str:
-    """`count` classes, each with one PP001 fix."""
-    return HEAD + "".join(pp001.BEFORE.replace("Step3TextModel", f"Model{i}") + "\n\n" for i in range(count))
-
-
-def _lines(count: int) -> str:
-    """One class with a PP001 fix, then clean classes up to `count` lines."""
-    parts = [HEAD, pp001.BEFORE, "\n\n"]
-    lines = sum(p.count("\n") for p in parts)
-    for i in range(count):
-        if lines >= count:
-            break
-        parts.append(pp001.AFTER.replace("Step3TextModel", f"Clean{i}") + "\n\n")
-        lines += parts[-1].count("\n")
-    return "".join(parts)
 
 
 def _seconds(tmp_path: Path, source: str, fixes: int) -> float:
@@ -62,25 +36,18 @@ def _seconds(tmp_path: Path, source: str, fixes: int) -> float:
     return statistics.median(times)
 
 
-def _exponent(sizes: list[int], seconds: list[float]) -> float:
-    """The least-squares slope of log(seconds) against log(size)."""
-    xs, ys = [math.log(s) for s in sizes], [math.log(t) for t in seconds]
-    mx, my = statistics.fmean(xs), statistics.fmean(ys)
-    return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sum((x - mx) ** 2 for x in xs)
-
-
 def _fit(tmp_path: Path, what: str, sizes: list[int], make, fixes) -> float:
-    _seconds(tmp_path / "warm", _classes(2), 2)  # imports libcst and warms the caches the runs share
+    _seconds(tmp_path / "warm", generated.classes(2), 2)  # imports libcst and warms the caches the runs share
     seconds = [_seconds(tmp_path / str(size), make(size), fixes(size)) for size in sizes]
-    exponent = _exponent(sizes, seconds)
+    exponent = generated.exponent(sizes, seconds)
     figures = ", ".join(f"{size}: {t:.2f} s" for size, t in zip(sizes, seconds, strict=True))
     MEASUREMENTS.append(f"fix CPU time by {what}: {figures}; fitted exponent {exponent:.2f}")
     return exponent
 
 
 def test_fix_is_linear_in_the_fixes_of_a_file(tmp_path: Path) -> None:
-    assert _fit(tmp_path, "classes fixed in one file", [50, 100, 200], _classes, lambda n: n) < MAX_EXPONENT
+    assert _fit(tmp_path, "classes fixed in one file", [50, 100, 200], generated.classes, lambda n: n) < MAX_EXPONENT
 
 
 def test_fix_is_linear_in_the_length_of_a_file(tmp_path: Path) -> None:
-    assert _fit(tmp_path, "lines of a file with one fix", [2500, 5000, 10000], _lines, lambda n: 1) < MAX_EXPONENT
+    assert _fit(tmp_path, "lines of a file with one fix", [2500, 5000, 10000], generated.lines, lambda n: 1) < MAX_EXPONENT
