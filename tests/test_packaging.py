@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from contractfix import __version__
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.xdist_group("packaging")  # the wheel is built and installed once, on one worker
@@ -100,13 +101,13 @@ def test_the_wheel_ships_every_source_file_under_contractfix(installed: tuple[Pa
     names = set(zipfile.ZipFile(wheel).namelist())
     expected = {"contractfix/" + f.removeprefix("codemods/") for f in source_files() if f.startswith("codemods/")}
     assert expected <= names
-    assert {n.split("/")[0] for n in names} == {"contractfix", "contractfix-0.1.0.dist-info"}
+    assert {n.split("/")[0] for n in names} == {"contractfix", f"contractfix-{__version__}.dist-info"}
     assert zipfile.ZipFile(wheel).read("contractfix/cli.py") == (ROOT / "cli.py").read_bytes()
 
 
 def test_site_packages_gets_only_contractfix(installed: tuple[Path, Path, set[str]]) -> None:
     _, env, added = installed
-    assert added == {"contractfix", "contractfix-0.1.0.dist-info"}
+    assert added == {"contractfix", f"contractfix-{__version__}.dist-info"}
     assert (env / "bin" / "contractfix").exists()
 
 

@@ -85,6 +85,8 @@ def test_every_readme_command_runs_as_written(checkout: Path, tmp_path: Path) ->
         assert "Traceback" not in output and not re.search(r"^error: ", output, re.M), f"{line}\n{output}"
         ran.append(argv[1])
     assert {"check", "fix", "explain", "sweep", "smoke"} <= set(ran)
-    assert "pipeline-parallel contract violations" in (checkout / "pr.md").read_text()
+    body = (checkout / "pr.md").read_text()
+    assert re.search(r"^This PR fixes \d+ contract violations \(\d+ pipeline-parallel \(PP\), \d+ prefix \(PF\)", body, re.M)
+    assert "### Pipeline parallelism (PP)" in body and "### Prefix (PF)" in body, "fixes grouped by family"
     assert (checkout / "smoke.json").is_file()
     assert (checkout / "contractfix.sarif").read_text().startswith("{")
