@@ -138,3 +138,22 @@ def test_only_a_latent_finding_is_left_alone_by_the_contract_check(tree: Path, m
     check = _checks(run_static([step]), step)["contract-check"]
     assert check.status is (Status.PASS if latent else Status.FAIL)
     assert ("1 latent here" in check.reason) is latent
+
+
+def test_a_finding_of_another_family_is_counted_not_failed(tree: Path) -> None:
+    """The smoke proves the pipeline-parallel contract: a layer built without a prefix (PF001) in a
+    file whose PP contract holds passes the contract check, and the reason counts it."""
+    lite = tree / MODELS / "prefix_lite.py"
+    lite.write_text(
+        "from torch import nn\n\n"
+        "from vllm.model_executor.layers.linear import RowParallelLinear\n\n\n"
+        "class LiteMLP(nn.Module):\n"
+        "    def __init__(self, hidden_size, quant_config=None, prefix=\"\"):\n"
+        "        super().__init__()\n"
+        "        self.down_proj = RowParallelLinear(hidden_size, hidden_size, quant_config=quant_config)\n"
+    )
+    git.Repo(tree).index.add([str(lite.relative_to(tree))])
+    git.Repo(tree).index.commit("a layer without a prefix", author=BOT, committer=BOT)
+    check = _checks(run_static([lite]), lite)["contract-check"]
+    assert check.status is Status.PASS, check.error
+    assert "1 of other families here" in check.reason
