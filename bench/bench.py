@@ -139,7 +139,7 @@ def other_figures(trees: dict[str, Path], runs: int) -> dict:
         for label, tree in fix_trees.items():
             figures["fix_vs_check"][label] = {**_figure(fix_pairs(tree, runs, scratch)), "fixes": _fixable(tree, scratch)}
             _say(f"fix --diff vs check on {label}", figures["fix_vs_check"][label])
-        figures["fix_growth"] = generated.growth(Path(scratch))
+        figures["fix_growth"] = generated.growth(Path(scratch), _contractfix())
         for what, g in figures["fix_growth"].items():
             print(f"growth by {what} {g['sizes']}: fix exponent {g['fix_exponent']:.2f}, "
                   f"check exponent {g['check_exponent']:.2f}", flush=True)
@@ -221,7 +221,16 @@ def mutated(tree: Path, scratch: Path) -> Path:
 
 
 def _contractfix() -> str:
-    return shutil.which("contractfix") or sys.exit("contractfix is not on PATH: pip install -e '.[bench]'")
+    return _script("contractfix")
+
+
+def _script(name: str) -> str:
+    """The console script beside this Python, as an install puts it (not a version manager's shim,
+    a shell script that costs more than a one-file check), else the one on PATH."""
+    beside = Path(sys.executable).parent / name
+    if beside.is_file():
+        return str(beside)
+    return shutil.which(name) or sys.exit(f"{name} is not on PATH: pip install -e '.[bench]'")
 
 
 def _compile_package() -> str:
@@ -264,7 +273,7 @@ def sources(version: str, cache: Path) -> Path:
 
 
 def tasks(tree: Path) -> list[Task]:
-    contractfix = [shutil.which("contractfix") or sys.exit("contractfix is not on PATH: pip install -e '.[bench]'")]
+    contractfix = [_contractfix()]
     whole, one = str(tree), str(tree.parent / ONE_FILE)
     listed = [
         Task("python start-up (python -c pass)", [sys.executable, "-c", "pass"]),
@@ -275,8 +284,8 @@ def tasks(tree: Path) -> list[Task]:
         Task("contractfix check one file (cold)", [*contractfix, "check", one], "cold"),
         Task("contractfix check one file (warm)", [*contractfix, "check", one], "warm", "ruff (cached)"),
         Task("libcst no-op codemod", [sys.executable, "-m", "libcst.tool", "codemod", "-u", "--no-format", "--hide-progress", "noop.NOOPCommand", whole], slow=True),
-        Task("ruff (no cache)", ["ruff", "check", "--isolated", "--no-cache", "--exit-zero", whole], baseline=""),
-        Task("ruff (cached)", ["ruff", "check", "--isolated", "--exit-zero", whole], "warm", baseline=""),
+        Task("ruff (no cache)", [_script("ruff"), "check", "--isolated", "--no-cache", "--exit-zero", whole], baseline=""),
+        Task("ruff (cached)", [_script("ruff"), "check", "--isolated", "--exit-zero", whole], "warm", baseline=""),
     ]
     if shutil.which("taskset"):
         listed.insert(4, Task("contractfix check (cold, 1 core)", ["taskset", "-c", "0", *contractfix, "check", whole], "cold"))
@@ -286,13 +295,13 @@ def tasks(tree: Path) -> list[Task]:
 def cold_pairs(tree: Path, runs: int) -> list[tuple[float, float, float]]:
     """(contractfix cold check, ruff F401 without cache, ratio), run pair by pair so that both
     commands of a pair meet the same load on a shared machine."""
-    contractfix = shutil.which("contractfix") or sys.exit("contractfix is not on PATH: pip install -e '.[bench]'")
+    contractfix = _contractfix()
     pairs = []
     with tempfile.TemporaryDirectory(prefix="contractfix-bench-") as scratch:
         for _ in range(runs):
             env = {**os.environ, "CONTRACTFIX_CACHE_DIR": tempfile.mkdtemp(dir=scratch)}
             ours = run([contractfix, "check", str(tree)], env, scratch)
-            theirs = run(["ruff", "check", "--no-cache", "--select", "F401", "--exit-zero", str(tree)], env, scratch)
+            theirs = run([_script("ruff"), "check", "--no-cache", "--select", "F401", "--exit-zero", str(tree)], env, scratch)
             pairs.append((ours, theirs, ours / theirs))
     return pairs
 
