@@ -16,7 +16,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from contractfix.families.pp.rules import pp001_key_not_allocated as pp001
+from contractfix.rules import ALL
+
+PP001 = ALL["PP001"]
 
 CLASSES = (25, 50, 100, 200)
 LINES = (2_500, 5_000, 10_000, 20_000)
@@ -35,17 +37,17 @@ from vllm.sequence import IntermediateTensors
 
 def classes(n: int) -> str:
     """n classes, each with one PP001 finding and its safe fix (the rule's own example, renamed)."""
-    return HEADER + "".join(pp001.BEFORE.replace("Step3TextModel", f"Model{i}") + "\n\n" for i in range(n))
+    return HEADER + "".join(PP001.before.replace("Step3TextModel", f"Model{i}") + "\n\n" for i in range(n))
 
 
 def lines(n: int) -> str:
     """One class with a PP001 fix, then clean classes (the example fixed) up to about n lines."""
-    parts = [HEADER, pp001.BEFORE, "\n\n"]
+    parts = [HEADER, PP001.before, "\n\n"]
     count = sum(p.count("\n") for p in parts)
     for i in range(n):
         if count >= n:
             break
-        parts.append(pp001.AFTER.replace("Step3TextModel", f"Clean{i}") + "\n\n")
+        parts.append(PP001.after.replace("Step3TextModel", f"Clean{i}") + "\n\n")
         count += parts[-1].count("\n")
     return "".join(parts)
 
