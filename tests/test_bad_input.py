@@ -525,13 +525,13 @@ def test_form_feed_line_rewritten_into_more_lines_is_refused() -> None:
 SLOW_PARALLEL_CHECK = """
 import sys, time
 from pathlib import Path
-from contractfix import engine, workers
+from contractfix import analysis, engine
 from contractfix.config import Options
 
 def slow(*args):
     time.sleep(120)
 
-workers.analyze_source = slow
+analysis.analyze_source = slow  # what the workers call
 engine.check([Path(sys.argv[1])], Options(jobs=2, cache=False))
 """
 
