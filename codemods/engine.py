@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import functools
 import gc
 import os
@@ -13,7 +12,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
-from . import analysis, entries, progress, rules, unverified
+from . import entries, rewriting, rules, unverified
 from . import registry as registry_module
 from .cache import FactsCache, default_folder
 from .config import Options
@@ -27,7 +26,7 @@ from .memo import Memo
 from .registry import RegistryEntry, RegistryError, find_registry, load_registry, root_of
 from .resolve import Resolver
 from .suppress import apply_suppressions
-from .workers import UNPARSABLE, Parser, parse_problem
+from .workers import UNPARSABLE, Parser
 
 if TYPE_CHECKING:
     from . import apart
@@ -144,8 +143,8 @@ def _fix(session: Session, report: Report, allowed: set[Applicability], write: b
             if not fixable:
                 break
             tried.update(_identity(f) for f in fixable)
-            rewrites, by_path = _rewrite_all(session, done, fixable, report, failed)
-            kept, findings = _recheck(session, swap, rewrites, by_path, findings, report, failed)
+            rewrites, facts, by_path = _rewrite_all(session, done, fixable, report, failed)
+            kept, findings = _recheck(session, swap, rewrites, facts, by_path, findings, report, failed)
             for path in kept:
                 done[path] = then(done[path], rewrites[path]) if path in done else rewrites[path]
                 known = fixed_by_path.setdefault(path, [])
@@ -164,38 +163,27 @@ def _as_reported(report: Report, fixed: list[Finding]) -> list[Finding]:
 
 
 def _rewrite_all(session: Session, done: dict, fixable: list[Finding], report: Report, failed: set[Path]):
-    """Each file's rewrite (of its text after the earlier rounds), verified on its own."""
-    from .apply import FixError, edits_of, oversized, rewrite, verify_scope, verify_syntax
+    """Each file's rewrite (of its text after the earlier rounds), verified on its own, with the
+    facts of its new text for the re-check."""
+    from .apply import edits_of
 
-    rewrites = {}
-    for path, edits in progress.track(edits_of(fixable).items(), "files fixed"):
-        source = done[path].after if path in done else session.sources[str(path)]
-        problem = oversized(source)
-        tree = None
-        if problem:
-            problem = f"fix not applied: {problem}"
-        elif path not in done:
-            tree, problem = _parsed(source, str(path))
-        if problem:
-            report.errors.append(FileError(path, problem))
-            failed.add(path)
-            continue
-        try:
-            result = rewrite(source, edits, tree)
-            verify_syntax(result, path)
-            verify_scope(result)
-        except (FixError, OSError) as error:
-            report.errors.append(FileError(path, f"fix not applied: {error}"))
-            failed.add(path)
-            continue
-        except Exception as error:  # one file's failure never costs the others their fixes
-            report.errors.append(FileError(path, f"fix not applied: internal error: {type(error).__name__}: {error}"))
-            failed.add(path)
-            continue
-        if result.after != result.before:
-            rewrites[path] = result
+    jobs = [
+        rewriting.Job(
+            path, done[path].after if path in done else session.sources[str(path)], tuple(edits),
+            session.index.by_path[str(path)].module, parsed=path in done,
+        )
+        for path, edits in edits_of(fixable).items()
+    ]
+    rewrites, facts = {}, {}
+    for job, outcome in zip(jobs, rewriting.run(jobs, session.options.jobs), strict=True):
+        if outcome.problem:
+            report.errors.append(FileError(job.path, outcome.problem))
+            failed.add(job.path)
+        elif outcome.rewrite is not None and outcome.facts is not None:
+            outcome.facts.source = outcome.rewrite.after  # not pickled: a pending class is parsed from it
+            rewrites[job.path], facts[job.path] = outcome.rewrite, outcome.facts
     by_path = {path: [f for f in fixable if f.fix and any(e.path == path for e in f.fix.edits)] for path in rewrites}
-    return rewrites, by_path
+    return rewrites, facts, by_path
 
 
 def _finish(done: dict, fixed_by_path: dict, report: Report, write: bool) -> None:
@@ -272,7 +260,7 @@ class _Swap:
 
 
 def _recheck(
-    session: Session, swap: _Swap, rewrites: dict, fixed_by_path: dict, current: list[Finding],
+    session: Session, swap: _Swap, rewrites: dict, facts: dict, fixed_by_path: dict, current: list[Finding],
     report: Report, failed: set[Path],
 ) -> tuple[list[Path], list[Finding]]:
     """Re-analyze with the rewrites in place, on the targets and on every class elsewhere that
@@ -284,8 +272,8 @@ def _recheck(
     dependents = _dependents(session, rewrites)
     wide = replace(session, targets=session.targets + dependents) if dependents else session
     before = {_identity(f) for f in (evaluate(wide)[0] if dependents else current)}
-    for path, result in rewrites.items():
-        swap.put(analysis.analyze_source(result.after, str(path), session.index.by_path[str(path)].module))
+    for path in rewrites:
+        swap.put(facts[path])
     wide = replace(session, targets=session.targets + dependents) if dependents else session
     after, _ = evaluate(wide)
     remaining = {_identity(f) for f in after}
@@ -464,16 +452,6 @@ def _registry(paths: list[Path], options: Options) -> Path | None:
         if found:
             return found
     return None
-
-
-def _parsed(data: bytes, path: str) -> tuple[ast.Module | None, str | None]:
-    """A file to be rewritten parsed as a whole, or why it does not parse: the analysis may
-    have parsed only part of it, and libcst must not meet what Python refuses (it can crash on
-    deep nesting)."""
-    try:
-        return ast.parse(data, filename=path), None
-    except UNPARSABLE as error:
-        return None, parse_problem(error)
 
 
 def evaluate(session: Session) -> tuple[list[Finding], list[Finding]]:

@@ -95,7 +95,8 @@ class Cut:
 def cut(source: bytes, tree: ast.Module, edits: Sequence[Edit]) -> Cut | None:
     """`source` cut around `edits`; None where an edit lies outside every top-level class and
     function, or the file's layout could read differently in pieces (a BOM or a coding cookie,
-    mixed or missing line ends, form feeds, backslash continuations)."""
+    mixed or missing line ends, form feeds). A backslash continuation reads the same: no
+    top-level class or function can follow one, so each lies whole in a piece or the outline."""
     lines = source.splitlines(keepends=True)
     if not lines or _unusual(source, lines):
         return None
@@ -167,8 +168,8 @@ def _unusual(source: bytes, lines: list[bytes]) -> bool:
     ends = source.count(b"\n")
     crlf = source.count(b"\r\n")
     return (
-        source.startswith(b"\xef\xbb\xbf") or b"\f" in source or b"\\\n" in source or b"\\\r\n" in source
-        or not source.endswith(b"\n") or (crlf not in (0, ends)) or source.count(b"\r") != crlf
+        source.startswith(b"\xef\xbb\xbf") or b"\f" in source or not source.endswith(b"\n")
+        or (crlf not in (0, ends)) or source.count(b"\r") != crlf
         or any(b"coding" in line and line.lstrip().startswith(b"#") for line in lines[:2])
     )
 

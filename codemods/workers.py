@@ -123,7 +123,7 @@ class Parser:
                 from concurrent.futures import ProcessPoolExecutor  # with logging and threading: 6 ms a warm run spares
 
                 analysis.analyze_source  # noqa: B018 (loaded once here, not in each forked worker)
-                self.pool = ProcessPoolExecutor(workers, initializer=_die_with, initargs=(os.getpid(),))
+                self.pool = ProcessPoolExecutor(workers, initializer=die_with, initargs=(os.getpid(),))
         if self.pool is not None:
             self._submit(BATCH)
 
@@ -178,7 +178,7 @@ def pool_size(jobs: int, work: int) -> int:
     return max(1, min(jobs if jobs > 0 else 8, cpus, work))
 
 
-def _die_with(parent: int) -> None:
+def die_with(parent: int) -> None:
     """Worker initializer: exit as soon as `parent` is gone. A worker left behind when the main
     process is killed would wait forever for work, holding the caller's output pipe open."""
     def watch() -> None:
