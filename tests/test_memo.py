@@ -123,3 +123,36 @@ def test_a_warm_one_file_check_imports_only_what_checking_needs(tmp_path: Path) 
                 "concurrent.futures", "contractfix.plugins", "contractfix.sweep", "contractfix.gitops"}
     assert "contractfix.engine" in loaded, "the check did not run"
     assert sorted(unwanted & loaded) == []
+
+
+def test_a_warm_one_file_check_given_a_relative_path_reads_no_unrelated_file(tmp_path: Path) -> None:
+    """PP008 reads the release's quantization methods for a KV-cache-scale branch; a model of the
+    release itself, named by a path relative to the tree, must not make it read the whole tree."""
+    tree = tmp_path / "tree"
+    shutil.copytree(ROOT / "tests" / "fixtures" / "PP008" / "scale_never_named", tree)
+    filler = tree / "vllm" / "filler"
+    filler.mkdir()
+    for i in range(50):
+        (filler / f"f{i:02d}.py").write_text(f"VALUE = {i}\n")
+    script = (
+        "import json, sys\n"
+        "from contractfix import cli\n"
+        "opened = []\n"
+        "sys.addaudithook(lambda event, args: opened.append(str(args[0])) if event == 'open' else None)\n"
+        "sys.argv = ['contractfix', 'check', '--select', 'PP008', sys.argv[1]]\n"
+        "try:\n"
+        "    with cli._only_the_command(['check']):\n"
+        "        cli.app(prog_name='contractfix')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(json.dumps(opened), file=sys.stderr)\n"
+    )
+    env = dict(os.environ, CONTRACTFIX_CACHE_DIR=str(tmp_path / "cache"))
+    model = "vllm/model_executor/models/lumen.py"
+    runs = [
+        subprocess.run([sys.executable, "-c", script, model], env=env, cwd=tree, capture_output=True, text=True)
+        for _ in range(2)
+    ]
+    assert "PP008" in runs[1].stdout, runs[1].stdout + runs[1].stderr
+    opened = json.loads(runs[1].stderr.splitlines()[-1])
+    assert [p for p in opened if "filler" in p] == []

@@ -40,11 +40,13 @@ class CacheScales:
         if release is None:
             return None
         folder, base, naming = release
-        package = _package_root(module)
-        own = self._own(package) if package is not None and package != folder.parents[len(QUANTIZATION) - 1] else []
-        if naming or own:
+        if naming:
             return None
-        where = folder.parents[len(QUANTIZATION) - 1].name
+        root = folder.parents[len(QUANTIZATION) - 1]
+        package = _package_root(module)
+        if package is not None and package.resolve() != root.resolve() and self._own(package):
+            return None  # a plugin's own method, read only when the release's cannot name a scale
+        where = root.name
         if DEFINITION not in base:
             return (f"{where}'s `QuantizationConfig` has no `{CACHE_SCALE}` (KV-cache scales are mapped by "
                     f"`get_cache_scale_mapper`), so the call raises AttributeError for a quantized model before "
