@@ -17,6 +17,7 @@ import functools
 from pathlib import Path
 
 from ....facts import ModuleFacts
+from ....memo import Memo
 from ....rules.base import Context
 from ..facts.loading import CACHE_SCALE
 from .release import release_folder
@@ -32,6 +33,7 @@ class CacheScales:
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
         self._packages: dict[Path, list[str]] = {}
+        self._files: Memo[list[str]] = Memo(ctx.index.cache.folder, "cache-scale-naming", __file__)
 
     def dead(self, module: ModuleFacts) -> str | None:
         """Why no method the runtime of `module`'s package can pick returns a name (the branch is
@@ -62,12 +64,24 @@ class CacheScales:
         `get_cache_scale` can return a name; None where the release has no such folder."""
         folder = release_folder(self.ctx, *QUANTIZATION)
         base = _text(folder / "base_config.py") if folder else None
-        return None if folder is None or base is None else (folder, base, _naming(folder))
+        return None if folder is None or base is None else (folder, base, self._naming(folder))
 
     def _own(self, package: Path) -> list[str]:
         if package not in self._packages:
-            self._packages[package] = _naming(package)
+            self._packages[package] = self._naming(package)
         return self._packages[package]
+
+    def _naming(self, folder: Path) -> list[str]:
+        """`Class (file)` for each class under `folder` whose `get_cache_scale` can return a name;
+        each file's classes kept between runs by its stat (a one-file check reads none again)."""
+        found: list[str] = []
+        for path in sorted(folder.rglob("*.py")):
+            try:
+                found.extend(f"{name} ({path.name})" for name in self._files.get(path, _naming, Path.read_bytes))
+            except OSError:
+                continue
+        self._files.flush()
+        return found
 
 
 def _package_root(module: ModuleFacts) -> Path | None:
@@ -78,20 +92,15 @@ def _package_root(module: ModuleFacts) -> Path | None:
     return path.parents[up] if 0 <= up < len(path.parents) else None
 
 
-def _naming(folder: Path) -> list[str]:
-    """`Class (file)` for each class under `folder` whose `get_cache_scale` can return a name."""
-    found: list[str] = []
-    for path in sorted(folder.rglob("*.py")):
-        text = _text(path)
-        if text is None or DEFINITION not in text:
-            continue
-        try:
-            tree = ast.parse(text)
-        except SyntaxError:
-            continue
-        found.extend(f"{node.name} ({path.name})" for node in ast.walk(tree)
-                     if isinstance(node, ast.ClassDef) and _returns_name(node))
-    return found
+def _naming(data: bytes) -> list[str]:
+    """The classes of a file whose `get_cache_scale` can return a name."""
+    if DEFINITION.encode() not in data:
+        return []
+    try:
+        tree = ast.parse(data)
+    except (SyntaxError, ValueError):
+        return []
+    return [node.name for node in ast.walk(tree) if isinstance(node, ast.ClassDef) and _returns_name(node)]
 
 
 def _returns_name(cls: ast.ClassDef) -> bool:
