@@ -12,7 +12,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
-from . import entries, rewriting, rules, unverified
+from . import entries, rules, unverified
 from . import registry as registry_module
 from .cache import FactsCache, default_folder
 from .config import Options
@@ -165,6 +165,7 @@ def _as_reported(report: Report, fixed: list[Finding]) -> list[Finding]:
 def _rewrite_all(session: Session, done: dict, fixable: list[Finding], report: Report, failed: set[Path]):
     """Each file's rewrite (of its text after the earlier rounds), verified on its own, with the
     facts of its new text for the re-check."""
+    from . import rewriting
     from .apply import edits_of
 
     jobs = [
