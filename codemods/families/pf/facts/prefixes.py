@@ -69,6 +69,9 @@ class PrefixFacts:
     """`prefix=maybe_prefix(prefix, ...)` arguments in the class: the file's idiom, with `fstring`
     (`f"{prefix}.<name>"` arguments, by name or by place)."""
     fstring: int = 0
+    by_place: tuple[Build, ...] = ()
+    """Calls handed `quant_config` by place (`quant` is that argument): the calls PF003's fix
+    passes a prefix at, with those of `builds`."""
 
 
 DOTTED = "{prefix}."
@@ -85,6 +88,7 @@ def wanted(text: str) -> bool:
 
 def prefix_facts(node: ast.ClassDef, lines: list[str]) -> PrefixFacts | None:
     builds: list[Build] = []
+    by_place: list[Build] = []
     dotted: list[Dotted] = []
     scopes: list[str] = []
     passes: list[str] = []
@@ -114,9 +118,11 @@ def prefix_facts(node: ast.ClassDef, lines: list[str]) -> PrefixFacts | None:
             maybe += _is_maybe(given)
             if own and fn.name == "__init__" and ctor and any(_is_prefix(a) for a in [given, *call.args]):
                 passes.append(ctor)
-            quant = keywords.get(QUANT)
+            quant, found = keywords.get(QUANT), builds
+            if quant is None:
+                quant, found = next((a for a in call.args if _is_quant(a)), None), by_place
             if quant is not None and not (isinstance(quant, ast.Constant) and quant.value is None):
-                builds.append(Build(
+                found.append(Build(
                     ctor, attr, fn.name, call.lineno, call.col_offset, _text(quant, lines),
                     None if given is None else _text(given, lines), len(call.args),
                     None in keywords or any(isinstance(a, ast.Starred) for a in call.args),
@@ -126,10 +132,11 @@ def prefix_facts(node: ast.ClassDef, lines: list[str]) -> PrefixFacts | None:
                 fstring += tail is not None
                 if arg is not None and tail is not None and PREFIX in names and own:
                     dotted.append(Dotted(fn.name, arg.lineno, arg.col_offset, _text(arg, lines), *tail, ctor, attr, keyword))
-    if not (builds or dotted or init == "param"):
+    if not (builds or by_place or dotted or init == "param"):
         return None
     return PrefixFacts(
         tuple(builds), tuple(dotted), tuple(scopes), init, takes_quant, tuple(dict.fromkeys(passes)), maybe, fstring,
+        tuple(by_place),
     )
 
 
@@ -188,6 +195,11 @@ def _is_super_init(node: ast.AST) -> bool:
 
 def _is_prefix(node: ast.AST | None) -> bool:
     return isinstance(node, ast.Name) and node.id == PREFIX
+
+
+def _is_quant(node: ast.AST) -> bool:
+    """`quant_config`, or `<...>.quant_config` (`vllm_config.quant_config`, `self.quant_config`)."""
+    return isinstance(node, ast.Name) and node.id == QUANT or isinstance(node, ast.Attribute) and node.attr == QUANT
 
 
 def _is_maybe(node: ast.AST | None) -> bool:
