@@ -123,15 +123,15 @@ def prefix_facts(node: ast.ClassDef, lines: list[str]) -> PrefixFacts | None:
                 quant, found = next((a for a in call.args if _is_quant(a)), None), by_place
             if quant is not None and not (isinstance(quant, ast.Constant) and quant.value is None):
                 found.append(Build(
-                    ctor, attr, fn.name, call.lineno, call.col_offset, _text(quant, lines),
-                    None if given is None else _text(given, lines), len(call.args),
+                    ctor, attr, fn.name, call.lineno, call.col_offset, source_text(quant, lines),
+                    None if given is None else source_text(given, lines), len(call.args),
                     None in keywords or any(isinstance(a, ast.Starred) for a in call.args),
                 ))
             for arg, keyword in [(given, True), *((a, False) for a in call.args)]:
-                tail = _dot_tail(arg)
+                tail = dot_tail(arg)
                 fstring += tail is not None
                 if arg is not None and tail is not None and PREFIX in names and own:
-                    dotted.append(Dotted(fn.name, arg.lineno, arg.col_offset, _text(arg, lines), *tail, ctor, attr, keyword))
+                    dotted.append(Dotted(fn.name, arg.lineno, arg.col_offset, source_text(arg, lines), *tail, ctor, attr, keyword))
     if not (builds or by_place or dotted or init == "param"):
         return None
     return PrefixFacts(
@@ -157,7 +157,7 @@ def _assigned(nodes: list[ast.AST]) -> dict[int, str]:
     return found
 
 
-def _text(node: ast.expr, lines: list[str]) -> str:
+def source_text(node: ast.expr, lines: list[str]) -> str:
     """The expression as written when it sits on one line, else as `ast` writes it."""
     if node.lineno == node.end_lineno and node.end_col_offset is not None:
         return lines[node.lineno - 1].encode()[node.col_offset : node.end_col_offset].decode()
@@ -209,7 +209,7 @@ def _is_maybe(node: ast.AST | None) -> bool:
     )
 
 
-def _dot_tail(node: ast.AST | None) -> tuple[str, str] | None:
+def dot_tail(node: ast.AST | None) -> tuple[str, str] | None:
     """For `f"{prefix}.rest"`: (rest when plain text, else ""; its first dotted part when plain
     text, else ""); None for anything else."""
     if not isinstance(node, ast.JoinedStr) or len(node.values) < 2:
