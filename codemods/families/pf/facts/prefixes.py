@@ -69,6 +69,9 @@ class PrefixFacts:
     """`prefix=maybe_prefix(prefix, ...)` arguments in the class: the file's idiom, with `fstring`
     (`f"{prefix}.<name>"` arguments, by name or by place)."""
     fstring: int = 0
+    by_place: tuple[Build, ...] = ()
+    """Calls handed `quant_config` by place (`quant` is that argument): the calls PF003's fix
+    passes a prefix at, with those of `builds`."""
 
 
 DOTTED = "{prefix}."
@@ -85,6 +88,7 @@ def wanted(text: str) -> bool:
 
 def prefix_facts(node: ast.ClassDef, lines: list[str]) -> PrefixFacts | None:
     builds: list[Build] = []
+    by_place: list[Build] = []
     dotted: list[Dotted] = []
     scopes: list[str] = []
     passes: list[str] = []
@@ -114,22 +118,25 @@ def prefix_facts(node: ast.ClassDef, lines: list[str]) -> PrefixFacts | None:
             maybe += _is_maybe(given)
             if own and fn.name == "__init__" and ctor and any(_is_prefix(a) for a in [given, *call.args]):
                 passes.append(ctor)
-            quant = keywords.get(QUANT)
+            quant, found = keywords.get(QUANT), builds
+            if quant is None:
+                quant, found = next((a for a in call.args if _is_quant(a)), None), by_place
             if quant is not None and not (isinstance(quant, ast.Constant) and quant.value is None):
-                builds.append(Build(
-                    ctor, attr, fn.name, call.lineno, call.col_offset, _text(quant, lines),
-                    None if given is None else _text(given, lines), len(call.args),
+                found.append(Build(
+                    ctor, attr, fn.name, call.lineno, call.col_offset, source_text(quant, lines),
+                    None if given is None else source_text(given, lines), len(call.args),
                     None in keywords or any(isinstance(a, ast.Starred) for a in call.args),
                 ))
             for arg, keyword in [(given, True), *((a, False) for a in call.args)]:
-                tail = _dot_tail(arg)
+                tail = dot_tail(arg)
                 fstring += tail is not None
                 if arg is not None and tail is not None and PREFIX in names and own:
-                    dotted.append(Dotted(fn.name, arg.lineno, arg.col_offset, _text(arg, lines), *tail, ctor, attr, keyword))
-    if not (builds or dotted or init == "param"):
+                    dotted.append(Dotted(fn.name, arg.lineno, arg.col_offset, source_text(arg, lines), *tail, ctor, attr, keyword))
+    if not (builds or by_place or dotted or init == "param"):
         return None
     return PrefixFacts(
         tuple(builds), tuple(dotted), tuple(scopes), init, takes_quant, tuple(dict.fromkeys(passes)), maybe, fstring,
+        tuple(by_place),
     )
 
 
@@ -150,7 +157,7 @@ def _assigned(nodes: list[ast.AST]) -> dict[int, str]:
     return found
 
 
-def _text(node: ast.expr, lines: list[str]) -> str:
+def source_text(node: ast.expr, lines: list[str]) -> str:
     """The expression as written when it sits on one line, else as `ast` writes it."""
     if node.lineno == node.end_lineno and node.end_col_offset is not None:
         return lines[node.lineno - 1].encode()[node.col_offset : node.end_col_offset].decode()
@@ -190,6 +197,11 @@ def _is_prefix(node: ast.AST | None) -> bool:
     return isinstance(node, ast.Name) and node.id == PREFIX
 
 
+def _is_quant(node: ast.AST) -> bool:
+    """`quant_config`, or `<...>.quant_config` (`vllm_config.quant_config`, `self.quant_config`)."""
+    return isinstance(node, ast.Name) and node.id == QUANT or isinstance(node, ast.Attribute) and node.attr == QUANT
+
+
 def _is_maybe(node: ast.AST | None) -> bool:
     return (
         isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "maybe_prefix"
@@ -197,7 +209,7 @@ def _is_maybe(node: ast.AST | None) -> bool:
     )
 
 
-def _dot_tail(node: ast.AST | None) -> tuple[str, str] | None:
+def dot_tail(node: ast.AST | None) -> tuple[str, str] | None:
     """For `f"{prefix}.rest"`: (rest when plain text, else ""; its first dotted part when plain
     text, else ""); None for anything else."""
     if not isinstance(node, ast.JoinedStr) or len(node.values) < 2:

@@ -75,8 +75,9 @@ RULE = Rule(
         "(the MTP shared heads of DeepSeek, GLM, Step-3.5: a checkpoint that keeps the head in bf16 "
         "gets it quantized and fails to load). The fix adds `prefix: str = \"\"` to `__init__`, passes "
         "each layer its name, and passes the class's own name at every call in the checked files that "
-        "builds it as an attribute. Unsafe: calls elsewhere (other files, plugins) still build it "
-        "without a prefix until they pass one."
+        "builds it as an attribute from a method with a prefix of its own, whether the call hands "
+        "`quant_config` by name or by place (Molmo2's `LanguageModelMLP`). Unsafe: calls elsewhere "
+        "(other files, plugins) still build it without a prefix until they pass one."
     ),
     before=BEFORE,
     after=AFTER,
@@ -109,10 +110,10 @@ def check(ctx: Context) -> list[Finding]:
 
 
 def _builders(ctx: Context) -> dict[tuple[str, str], list[tuple[ModuleFacts, ClassFacts, Build]]]:
-    """Class key -> the builds of it in the checked files."""
+    """Class key -> the builds of it in the checked files (handed `quant_config` by name or by place)."""
     found: dict[tuple[str, str], list[tuple[ModuleFacts, ClassFacts, Build]]] = {}
     for module, cls in ctx.target_classes():
-        for build in cls.prefixes.builds if cls.prefixes else ():
+        for build in cls.prefixes.builds + cls.prefixes.by_place if cls.prefixes else ():
             if build.ctor and build.ctor.rsplit(".", 1)[-1][:1].isupper():
                 for ref in ctx.index.resolve(module, build.ctor):
                     found.setdefault(ref.key, []).append((module, cls, build))
