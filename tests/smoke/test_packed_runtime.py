@@ -4,7 +4,11 @@ the model's loader stacks, mismatched with the shipped typo and matched once `fi
 The mapping is built as the LoRA manager builds it (`get_packed_modules_mapping` on the model, the
 manager's own `_register_packed_modules` for each fused layer); the truth is the loader's
 `WeightsMapper`, which maps each registered sub-module's checkpoint name to the fused param and a
-shard id: the slot LoRA packs it into must be that shard's."""
+shard id: the slot LoRA packs it into must be that shard's.
+
+PM004's count is checked as the LoRA manager's `from_layer` checks it: every LoRA layer class is
+asked whether it takes the model's `QKVParallelLinear` packed from the entry's names; with a name
+dropped none does (the layer is left without LoRA), once fixed `MergedQKVParallelLinearWithLoRA`."""
 
 from __future__ import annotations
 
@@ -53,12 +57,43 @@ for fused, subs in manager.packed_modules.items():
 print(json.dumps(mismatches))
 '''
 
+QKV_ENTRY = '"qkv_proj": ["q_proj", "k_proj", "v_proj"],'
+SHORT_QKV = '"qkv_proj": ["q_proj", "kv_proj"],'
+WRAPPERS = '''
+import importlib.util
+import json
+import sys
+import types
 
-def _mismatches(python: Path, source: Path) -> list:
-    done = subprocess.run([str(python), "-c", SCRIPT, str(source)], capture_output=True, text=True, timeout=600,
+from torch import nn
+from vllm.lora.utils import _all_lora_classes
+from vllm.model_executor.utils import get_packed_modules_mapping
+
+spec = importlib.util.spec_from_file_location("vllm.model_executor.models._pm_smoke", sys.argv[1])
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+model = module.LlamaForCausalLM.__new__(module.LlamaForCausalLM)
+nn.Module.__init__(model)
+packed = get_packed_modules_mapping(model)["qkv_proj"]
+layer = module.QKVParallelLinear.__new__(module.QKVParallelLinear)
+nn.Module.__init__(layer)
+config = types.SimpleNamespace(fully_sharded_loras=False)
+print(json.dumps([
+    cls.__name__ for cls in _all_lora_classes
+    if cls.can_replace_layer(source_layer=layer, lora_config=config, packed_modules_list=packed, model_config=None)
+]))
+'''
+
+
+def _run(python: Path, script: str, source: Path) -> list:
+    done = subprocess.run([str(python), "-c", script, str(source)], capture_output=True, text=True, timeout=600,
                           check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _mismatches(python: Path, source: Path) -> list:
+    return _run(python, SCRIPT, source)
 
 
 def test_lora_packs_what_the_loader_stacks_once_pm001_is_fixed(vllm_python: Path, vllm_machine, tmp_path: Path) -> None:
@@ -77,3 +112,18 @@ def test_lora_packs_what_the_loader_stacks_once_pm001_is_fixed(vllm_python: Path
     engine.fix([copy.path], Options(select=("PM",), cache=False))
     assert copy.path.read_text() == copy.original
     assert _mismatches(vllm_python, copy.path) == []
+
+
+def test_lora_wraps_the_qkv_layer_once_pm004_is_fixed(vllm_python: Path, vllm_machine, tmp_path: Path) -> None:
+    copy = make_copy(vllm_machine.vllm_dir, tmp_path, "llama", "unchanged")
+    if QKV_ENTRY not in copy.original:
+        pytest.skip("this vLLM's llama.py writes its qkv_proj entry otherwise")
+    copy.path.write_text(copy.original.replace(QKV_ENTRY, SHORT_QKV, 1))
+
+    found = engine.check([copy.path], Options(select=("PM",), cache=False)).findings
+    assert [(f.rule, f.cls, f.keys) for f in found] == [("PM004", "LlamaForCausalLM", ("qkv_proj",))]
+    assert _run(vllm_python, WRAPPERS, copy.path) == []
+
+    engine.fix([copy.path], Options(select=("PM",), cache=False))
+    assert copy.path.read_text() == copy.original
+    assert _run(vllm_python, WRAPPERS, copy.path) == ["MergedQKVParallelLinearWithLoRA"]

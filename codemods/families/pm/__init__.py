@@ -9,4 +9,5 @@ from .facts import CLASS_FACTS, NEEDS
 
 FAMILY = Family(
     prefix="PM", title="packed modules", package=__name__, contract="packed-modules", class_facts=CLASS_FACTS, needs=NEEDS,
+    files=(b"packed_modules_mapping =",),
 )

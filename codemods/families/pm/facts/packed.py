@@ -13,7 +13,7 @@ import ast
 from dataclasses import dataclass
 from typing import TypeGuard
 
-from ....walk import walk
+from ....walk import dotted_name, walk
 
 MAPPING = "packed_modules_mapping"
 STACKED = "stacked_params_mapping"
@@ -37,13 +37,21 @@ class Entry:
 
 @dataclass(frozen=True)
 class Mapping:
-    """A class-body `packed_modules_mapping = {...}` (at `line`, `column`, the dict's place);
-    `complete` is False when some key is not a string or a `**` spread adds entries."""
+    """A class-body `packed_modules_mapping = ...` (at `line`, `column`, the dict literal's place,
+    else the value's). `bases` are the classes whose mappings it merges first, its own `entries`
+    then overriding theirs: `Base.packed_modules_mapping`, `Base.packed_modules_mapping | {...}`,
+    `{**Base.packed_modules_mapping, ...}`. `complete` is False when some key is not a string or
+    some part is neither a dict literal nor a class's mapping (then it says nothing of its
+    entries, yet still hides its bases' mappings). `layout` holds the dict literal's keys as
+    written (None for a `**` element); `literal` is False when there is no dict literal to edit."""
 
     line: int
     column: int
     entries: tuple[Entry, ...]
     complete: bool
+    bases: tuple[str, ...] = ()
+    layout: tuple[str | None, ...] = ()
+    literal: bool = True
 
     def get(self, key: str) -> Entry | None:
         return next((e for e in self.entries if e.key == key), None)
@@ -52,11 +60,13 @@ class Mapping:
 @dataclass(frozen=True)
 class Stack:
     """One `(param_name, shard_name, shard_id)` a loader stacks, names without their leading
-    dots (`".qkv_proj"`); `shard_id` is an int or a string, None when it is neither."""
+    dots (`".qkv_proj"`); `shard_id` is an int, a string, or a tuple of ints (a shard that spans
+    several slices of the fused output, Qwen3.5's `("in_proj_qkvz", "in_proj_qkv", (0, 1, 2))`);
+    None when it is none of these."""
 
     param: str
     shard: str
-    shard_id: int | str | None
+    shard_id: int | str | tuple[int, ...] | None
     line: int
 
 
@@ -122,17 +132,49 @@ def _assigns(stmt: ast.stmt, name: str) -> TypeGuard[ast.Assign | ast.AnnAssign]
     return isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.target.id == name
 
 
-def _mapping(value: ast.expr) -> Mapping | None:
-    if not isinstance(value, ast.Dict):
-        return None
-    entries = []
+def _mapping(value: ast.expr) -> Mapping:
+    parts = _operands(value)
+    bases: list[str] = []
+    entries: dict[str, Entry] = {}
     complete = True
-    for key, item in zip(value.keys, value.values, strict=True):
-        if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+    literal: ast.Dict | None = None
+    for part in parts:
+        if isinstance(part, ast.Dict):
+            literal = part
+            for key, item in zip(part.keys, part.values, strict=True):
+                base = _base_mapping(item) if key is None else None
+                if base:
+                    bases.append(base)
+                elif isinstance(key, ast.Constant) and isinstance(key.value, str):
+                    entries.pop(key.value, None)
+                    entries[key.value] = Entry(key.value, _strings(item), item.lineno, item.col_offset)
+                else:
+                    complete = False
+        elif base := _base_mapping(part):
+            if entries or literal is not None:
+                complete = False  # a base merged over entries: which wins is not written down here
+            bases.append(base)
+        else:
             complete = False
-            continue
-        entries.append(Entry(key.value, _strings(item), item.lineno, item.col_offset))
-    return Mapping(value.lineno, value.col_offset, tuple(entries), complete)
+    place = literal or value
+    layout = tuple(
+        k.value if isinstance(k, ast.Constant) and isinstance(k.value, str) else None for k in literal.keys
+    ) if literal is not None else ()
+    return Mapping(place.lineno, place.col_offset, tuple(entries.values()), complete, tuple(bases), layout,
+                   literal is not None)
+
+
+def _operands(value: ast.expr) -> list[ast.expr]:
+    """The dicts merged by `|`, left to right (one operand when there is no `|`)."""
+    if isinstance(value, ast.BinOp) and isinstance(value.op, ast.BitOr):
+        return _operands(value.left) + _operands(value.right)
+    return [value]
+
+
+def _base_mapping(node: ast.expr) -> str:
+    """`Base` of `Base.packed_modules_mapping` (dotted), else ""."""
+    parts = dotted_name(node.value) if isinstance(node, ast.Attribute) and node.attr == MAPPING else None
+    return ".".join(parts) if parts and parts[0] not in ("self", "cls") else ""
 
 
 def _strings(node: ast.expr) -> tuple[str, ...] | None:
@@ -227,6 +269,12 @@ def _triple(node: ast.expr) -> Stack | None:
     if not (isinstance(param, ast.Constant) and isinstance(param.value, str)
             and isinstance(shard, ast.Constant) and isinstance(shard.value, str)):
         return None
-    value = shard_id.value if isinstance(shard_id, ast.Constant) else None
-    shard_id_value = value if isinstance(value, (int, str)) and not isinstance(value, bool) else None
-    return Stack(param.value.strip("."), shard.value.strip("."), shard_id_value, node.lineno)
+    return Stack(param.value.strip("."), shard.value.strip("."), _shard_id(shard_id), node.lineno)
+
+
+def _shard_id(node: ast.expr) -> int | str | tuple[int, ...] | None:
+    if isinstance(node, ast.Tuple):
+        ids = tuple(_shard_id(e) for e in node.elts)
+        return ids if ids and all(isinstance(i, int) for i in ids) else None  # type: ignore[return-value]
+    value = node.value if isinstance(node, ast.Constant) else None
+    return value if isinstance(value, (int, str)) and not isinstance(value, bool) else None

@@ -31,7 +31,7 @@ def _written(node: cst.Dict, edit: edits.PackedEntry) -> cst.Dict | None:
     for index, element in enumerate(elements):
         name = _key(element)
         if isinstance(element, cst.DictElement) and (name == key or (edit.rename and name == edit.rename)):
-            value = _shards(element.value, edit.shards)
+            value = _flat(element.value, edit.shards) if edit.flat else _shards(element.value, edit.shards)
             if value is None:
                 return None
             if name != key:
@@ -44,13 +44,7 @@ def _written(node: cst.Dict, edit: edits.PackedEntry) -> cst.Dict | None:
     if template is None or not isinstance(template.key, cst.SimpleString):
         return None
     quote = template.key.quote
-    strings = [cst.SimpleString(f"{quote}{shard}{quote}") for shard in edit.shards]
-    value = cst.List([
-        cst.Element(s, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")) if i < len(strings) - 1 else
-                    cst.MaybeSentinel.DEFAULT)
-        for i, s in enumerate(strings)
-    ])
-    new = template.with_changes(key=cst.SimpleString(f"{quote}{key}{quote}"), value=value)
+    new = template.with_changes(key=cst.SimpleString(f"{quote}{key}{quote}"), value=_one_line(edit.shards, quote))
     result = append(node, [new])
     assert isinstance(result, cst.Dict)
     return result
@@ -60,6 +54,22 @@ def _key(element: cst.BaseDictElement) -> str | None:
     key = getattr(element, "key", None)
     value = key.evaluated_value if isinstance(key, cst.SimpleString) else None
     return value if isinstance(value, str) else None
+
+
+def _one_line(shards: tuple[str, ...], quote: str) -> cst.List:
+    strings = [cst.SimpleString(f"{quote}{shard}{quote}") for shard in shards]
+    return cst.List([
+        cst.Element(s, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")) if i < len(strings) - 1 else
+                    cst.MaybeSentinel.DEFAULT)
+        for i, s in enumerate(strings)
+    ])
+
+
+def _flat(value: cst.BaseExpression, shards: tuple[str, ...]) -> cst.BaseExpression | None:
+    """A one-line list of `shards` in the quotes of `value`'s first string, for the list `value`."""
+    if not isinstance(value, cst.List) or not value.elements or not isinstance(value.elements[0].value, cst.SimpleString):
+        return None
+    return _one_line(shards, value.elements[0].value.quote)
 
 
 def _shards(value: cst.BaseExpression, shards: tuple[str, ...]) -> cst.BaseExpression | None:

@@ -6,9 +6,13 @@ architecture or drafter: LoRA's `get_packed_modules_mapping` and the loader's
 `configure_quant_config` read it) and a `SupportsQuant` class's (its `__new__` merges it into the
 quantization config). Without a registry (a plugin, a fork, a lone file) a class that declares
 `SupportsLoRA` stands for a top-level model; with one, a base that declares it is not one (Grok's
-base, whose registered class merges its subclasses' mappings in `__new__`). A mapping with a
-dotted key (`"self_attn.qkv_proj"`) is not in the form the runtime looks names up in, and is
-left alone.
+base, whose registered class merges its subclasses' mappings in `__new__`).
+
+The mapping a class reads is the one attribute lookup finds: its own, else the first base's in
+its MRO that assigns one; one written as `Base.packed_modules_mapping | {...}` (or `{**Base...}`)
+is the base's entries, then its own. An entry a base writes is reported on the class that reads
+it, without a fix (the base's other subclasses read it too), unless the base is itself checked
+here and its loaders imply the same (it is reported there).
 
 The loaders are those of the class's MRO and of the submodules it builds (and theirs, a few
 levels down, through model classes only: a language model built by architecture, a tower, a
@@ -38,10 +42,12 @@ from ....facts import KeyUse, Located, ModuleFacts, Submodule
 from ....index import INTERFACE, ClassRef
 from ....resolve import NOT_MODULES
 from ....rules.base import Context
-from ..facts.packed import WORDS, Mapping
+from ..facts.fused import Built
+from ..facts.packed import MAPPING, WORDS, Entry, Mapping
 
-DEPTH = 3
-"""Levels of submodules whose loaders count (model -> language model -> its inner model)."""
+DEPTH = 4
+"""Levels of submodules whose loaders count (model -> its inner model -> a language model -> its
+inner model: FireRedASR2 builds Qwen2ForCausalLM inside its own model)."""
 TOWER = re.compile(r"visual|vision|audio|tower|encoder|vit", re.IGNORECASE)
 """The attribute names of a multimodal model's towers."""
 BUILDS = r"self\.\w+\s*(?::[^=\n]*)?=[^=]"
@@ -54,16 +60,45 @@ QKV = {"q": 0, "k": 1, "v": 2}
 """The string shard ids of `QKVParallelLinear.weight_loader`, in the order of its output."""
 
 
+@dataclass(frozen=True)
+class Held:
+    """An entry of the mapping a class reads, and the class whose body writes it."""
+
+    entry: Entry
+    owner: ClassRef
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """The mapping a class reads: `holder` is the class of its MRO whose body assigns it (with
+    `written`, that assignment), `held` its entries after every merge."""
+
+    holder: ClassRef
+    written: Mapping
+    held: tuple[Held, ...]
+    complete: bool
+
+
 @dataclass
 class Packing:
-    """A class that owns a mapping, what its MRO changes at run time, and what its loaders imply:
-    param -> its shards ordered by shard id (`implied`), with where each was stacked."""
+    """A class whose mapping the runtime reads, what its MRO changes at run time, and what its
+    loaders imply: param -> its shards ordered by shard id (`implied`), with where each was
+    stacked. `mapping` is the class's own assignment (None when it inherits the whole mapping)."""
 
     ref: ClassRef
-    mapping: Mapping
+    mapping: Mapping | None
+    held: tuple[Held, ...] = ()
+    complete: bool = True
+    """Every part of the mapping read (no key, spread or merge left unknown)."""
+    lora: bool = False
+    """LoRA reads the mapping: a top-level model (without a registry, any class) that declares
+    `SupportsLoRA`."""
     runtime: set[str] = field(default_factory=set)
     runtime_unknown: bool = False
     implied: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    slices: dict[str, int] = field(default_factory=dict)
+    """Param -> the number of slices of the fused output its implied shards cover (more than
+    the shards where one spans several)."""
     stacked: dict[str, list[Located]] = field(default_factory=dict)
     opaque: bool = False
     """Some loader's `stacked_params_mapping` is not all literal triples: nothing is implied."""
@@ -80,6 +115,7 @@ class Packing:
     loaders: list[ClassRef] = field(default_factory=list)
     """The classes whose loaders count (the class's MRO first)."""
     _built: dict[str, bool] = field(default_factory=dict)
+    _layers: dict[str, list[tuple[str, Built]]] = field(default_factory=dict)
 
     def built(self, ctx: Context, param: str) -> bool:
         """Whether a module of the model builds a layer named `param` (asked only of a param a
@@ -87,6 +123,62 @@ class Packing:
         if param not in self._built:
             self._built[param] = bool(_built(ctx, [self.ref, *self.loaders], {param}))
         return self._built[param]
+
+    @property
+    def entries(self) -> list[Entry]:
+        return [h.entry for h in self.held]
+
+    def get(self, key: str) -> Entry | None:
+        return next((h.entry for h in self.held if h.entry.key == key), None)
+
+    def owner(self, entry: Entry) -> ClassRef:
+        return next(h.owner for h in self.held if h.entry is entry)
+
+    def editable(self, ctx: Context, entry: Entry | None = None) -> bool:
+        """Whether a fix may write the mapping (`entry`, or a new one): the class's own dict
+        literal, in a checked file, with every part known."""
+        own = entry is None or self.owner(entry) == self.ref
+        return (own and self.mapping is not None and self.mapping.literal and self.complete
+                and ctx.editable(self.ref.module.path))
+
+    def site(self, entry: Entry | None = None) -> tuple[int, int]:
+        """Where a finding goes: the entry when the class writes it, else the class's own
+        assignment, else its header."""
+        if entry is not None and self.owner(entry) == self.ref:
+            return entry.line, entry.column
+        if self.mapping is not None:
+            return self.mapping.line, self.mapping.column
+        return self.ref.header.line, self.ref.header.column
+
+    def inherited(self, entry: Entry) -> str:
+        """" (inherited from <Base>)" for an entry a base writes, else ""."""
+        owner = self.owner(entry)
+        return "" if owner == self.ref else f" (inherited from {owner.header.name})"
+
+    def echoed(self, ctx: Context, entry: Entry | None, param: str) -> bool:
+        """Whether a base of this class, checked here, reads the same `entry` (None: the same
+        whole mapping, this class having none of its own) and its loaders imply the same for
+        `param`: what is wrong with it is reported there."""
+        if self.owner(entry) == self.ref if entry is not None else self.mapping is not None:
+            return False
+        bases = ctx.index.mro(self.ref)[1:]
+        return any(
+            other.ref in bases and other.implied.get(param) == self.implied.get(param)
+            and (other.get(entry.key) == entry if entry is not None else other.held == self.held)
+            for other in packings(ctx)
+        )
+
+    @property
+    def held_by(self) -> ClassRef | None:
+        """The class whose assignment this one reads, when it has none of its own."""
+        return self.held[0].owner if self.held and self.mapping is None else None
+
+    def layers(self, ctx: Context, param: str) -> list[tuple[str, Built]]:
+        """The assignments of a layer named `param` in the model's modules, with their paths
+        (`_layers`)."""
+        if param not in self._layers:
+            self._layers[param] = _layers(ctx, [self.ref, *self.loaders], param)
+        return self._layers[param]
 
     def sure(self, param: str) -> bool:
         """Whether no loader left unseen can stack `param` from other shards."""
@@ -115,26 +207,55 @@ def _packings(ctx: Context) -> list[Packing]:
     entries = {ref.key for ref in ctx.entries + ctx.drafts}
     readers = QUANT if ctx.registry_found else QUANT | {"SupportsLoRA"}
     for module, cls in ctx.target_classes():
-        mapping = cls.packed.mapping if cls.packed else None
-        if mapping is None or any("." in e.key for e in mapping.entries):
-            continue
         ref = ClassRef(module, cls)
         if ref.key not in entries and not readers & ctx.index.base_names(ref):
             continue
-        packing = Packing(ref, mapping)
+        resolved = resolve(ctx, ref)
+        if resolved is None:
+            continue
+        own = resolved.written if resolved.holder == ref else None
+        bases = ctx.index.base_names(ref)
+        lora = "SupportsLoRA" in bases and (ref.key in entries or not ctx.registry_found)
+        packing = Packing(ref, own, resolved.held, resolved.complete, lora)
+        keys = {h.entry.key for h in resolved.held}
         for node in ctx.index.mro(ref):
-            facts = node.cls.packed if node.may_hold("packed_modules_mapping") else None
+            facts = node.cls.packed if node.may_hold(MAPPING) else None
             if facts is not None:
                 packing.runtime.update(facts.runtime)
                 packing.runtime_unknown |= facts.runtime_unknown
                 if packing.lora_modules is None:
                     packing.lora_modules = facts.lora_modules
                 if node is not ref and facts.mapping is not None:
-                    packing.dropped.update(e.key for e in facts.mapping.entries if mapping.get(e.key) is None)
+                    packing.dropped.update(e.key for e in facts.mapping.entries if e.key not in keys)
         packing.loaders = _loaders(ctx, packing)
         _imply(packing, packing.loaders, set(ctx.index.mro(ref)))
         found.append(packing)
     return found
+
+
+def resolve(ctx: Context, ref: ClassRef, depth: int = 0) -> Resolved | None:
+    """The mapping an instance of `ref` reads as `packed_modules_mapping`, None when no class of
+    its MRO assigns one; a base's mapping merged in is resolved as that base's own lookup."""
+    holder = next((n for n in ctx.index.mro(ref) if n.may_hold(MAPPING) and n.cls.packed and n.cls.packed.mapping), None)
+    if holder is None or holder.cls.packed is None or holder.cls.packed.mapping is None:
+        return None
+    written = holder.cls.packed.mapping
+    held: dict[str, Held] = {}
+    complete = written.complete
+    for name in written.bases:
+        base = ctx.index.resolve(holder.module, name)[:1]
+        inner = resolve(ctx, base[0], depth + 1) if base and base[0] != holder and depth < DEPTH_BASES else None
+        if inner is None:
+            complete = False
+            continue
+        complete = complete and inner.complete
+        held.update((h.entry.key, h) for h in inner.held)
+    held.update((e.key, Held(e, holder)) for e in written.entries)
+    return Resolved(holder, written, tuple(held.values()), complete)
+
+
+DEPTH_BASES = 8
+"""Mappings merged from a base's, merged from a base's, ...: deeper is a cycle."""
 
 
 def _loaders(ctx: Context, packing: Packing) -> list[ClassRef]:
@@ -195,7 +316,7 @@ def _model_module(name: str, home: str) -> bool:
 
 
 def _imply(packing: Packing, loaders: list[ClassRef], own: set[ClassRef]) -> None:
-    by_param: dict[str, dict[int | str | None, set[str]]] = {}
+    by_param: dict[str, dict[int | str | tuple[int, ...] | None, set[str]]] = {}
     for node in loaders:
         facts = node.cls.packed if node.may_hold(STACKS) else None
         if facts is None:
@@ -215,23 +336,55 @@ def _imply(packing: Packing, loaders: list[ClassRef], own: set[ClassRef]) -> Non
         order = _order(list(shards))
         if order is not None and all(len(shards[i]) == 1 for i in order) and len(order) > 1:
             packing.implied[param] = tuple(next(iter(shards[i])) for i in order)
+            packing.slices[param] = sum(len(i) if isinstance(i, tuple) else 1 for i in order)
 
 
 def _built(ctx: Context, classes: list[ClassRef], params: set[str]) -> set[str]:
     """Those of `params` that a module of `classes`, or a model module one of them imports from,
     builds as `self.<param> = ...` (the imported modules are read only for what their own do not)."""
-    modules = list({c.module.path: c.module for c in classes}.values())
-    home = classes[0].module.module.split(".")[0]
+    modules = _modules(classes)
     found = _found(modules, params)
     if len(found) == len(params):
         return found
+    return found | _found(_imported(ctx, modules, classes[0]), params - found)
+
+
+def _modules(classes: list[ClassRef]) -> list[ModuleFacts]:
+    return list({c.module.path: c.module for c in classes}.values())
+
+
+def _imported(ctx: Context, modules: list[ModuleFacts], ref: ClassRef) -> list[ModuleFacts]:
+    """The model modules that `modules` import from (`ref`'s package standing for a fork's)."""
+    home = ref.module.module.split(".")[0]
     names = {
         name for module in modules for pairs in module.imports.values() for source, attr in pairs
         for name in ((source, f"{source}.{attr}") if attr else (source,))
         if _model_module(name, home)
     }
-    others = [other for name in sorted(names) if (other := ctx.index.module(name)) is not None]
-    return found | _found(others, params - found)
+    paths = {m.path for m in modules}
+    return [other for name in sorted(names) if (other := ctx.index.module(name)) is not None and other.path not in paths]
+
+
+def _layers(ctx: Context, classes: list[ClassRef], param: str) -> list[tuple[str, Built]]:
+    """Every assignment of `self.<param>` in the classes of the modules of `classes` and of the
+    model modules they import from, where some class builds it as a fused layer: of a class that
+    assigns it without a fused record, one of no kind."""
+    modules = _modules(classes)
+    found: list[tuple[str, Built]] = []
+    for module in modules + _imported(ctx, modules, classes[0]):
+        if not _assigns(module.source, param):
+            continue
+        for header in module.classes.values():
+            node = ClassRef(module, header)
+            if module.pending.get(header.name) and not node.may_hold(_assignment(param).pattern.decode()):
+                continue
+            cls = node.cls
+            built = [b for b in cls.fused or () if b.attr == param]
+            if built:
+                found.extend((module.path, b) for b in built)
+            elif param in cls.submodules or param in cls.init_last_assign:
+                found.append((module.path, Built(param, "", None, header.line)))
+    return found
 
 
 def _found(modules: list[ModuleFacts], params: set[str]) -> set[str]:
@@ -250,9 +403,13 @@ def _assignment(attr: str) -> re.Pattern[bytes]:
 
 def _order(ids: list) -> list | None:
     """The shard ids in the order of the fused layer's output, or None when they cannot be told:
-    ints ascending, or "q", "k", "v"."""
-    if all(isinstance(i, int) for i in ids):
-        return sorted(ids)
+    ints ascending (a tuple of ints, a shard that spans those slices, by its first, when no two
+    share a slice), or "q", "k", "v"."""
+    if all(isinstance(i, (int, tuple)) for i in ids):
+        covered = [j for i in ids for j in (i if isinstance(i, tuple) else (i,))]
+        if len(set(covered)) < len(covered):
+            return None
+        return sorted(ids, key=lambda i: i[0] if isinstance(i, tuple) else i)
     if all(isinstance(i, str) and i in QKV for i in ids):
         return sorted(ids, key=QKV.__getitem__)
     return None

@@ -8,6 +8,8 @@ from pathlib import Path
 from ....findings import Applicability, Finding, Fix
 from ....rules.base import Context, Rule, quote_keys
 from ..edits import PackedEntry
+from ..facts.packed import Entry
+from .counts import miscounted
 from .packing import Packing, packings
 
 BEFORE = '''\
@@ -57,7 +59,10 @@ RULE = Rule(
         "loads an adapter's `down_proj` into the gate slice and drops its `gate_proj`, or treats a "
         "quantized layer as skipped. The fix writes the shards the loader stacks, ordered by shard id. "
         "An entry that maps a layer to itself (`\"qkv\": [\"qkv\"]`, a checkpoint that holds the fused "
-        "layer as is) is left alone: the loader's stacking serves other checkpoints."
+        "layer as is) is left alone: the loader's stacking serves other checkpoints. An entry with "
+        "another number of names than its fused layer has outputs, in a model LoRA reads, is PM004's. "
+        "An entry the class inherits from a base is reported without a fix: the base's other "
+        "subclasses read it too."
     ),
     before=BEFORE,
     after=AFTER,
@@ -68,30 +73,34 @@ RULE = Rule(
 def check(ctx: Context) -> list[Finding]:
     findings = []
     for packing in packings(ctx):
-        for entry in packing.mapping.entries:
+        for entry in packing.entries:
             implied = packing.implied.get(entry.key)
             if (implied is None or entry.shards is None or entry.shards == implied or entry.key in packing.runtime
                     or entry.shards == (entry.key,) or not packing.sure(entry.key)):
                 continue  # agrees, set at run time, an identity entry, or another loader may stack it
-            if not packing.built(ctx, entry.key):
-                continue  # stacked, but no module of the model builds such a layer
-            findings.append(_finding(ctx, packing, entry.key, entry.shards, implied, entry.line, entry.column))
+            if not packing.built(ctx, entry.key) or packing.echoed(ctx, entry, entry.key):
+                continue  # stacked, but no module of the model builds such a layer; or its base's, reported there
+            if miscounted(ctx, packing, entry):
+                continue  # a count the layer disagrees with: PM004's
+            findings.append(_finding(ctx, packing, entry, implied))
     return findings
 
 
-def _finding(ctx: Context, packing: Packing, key: str, shards: tuple[str, ...], implied: tuple[str, ...],
-             line: int, column: int) -> Finding:
+def _finding(ctx: Context, packing: Packing, entry: Entry, implied: tuple[str, ...]) -> Finding:
+    key, shards = entry.key, entry.shards or ()
     path = packing.ref.module.path
     what = "in another order than" if sorted(shards) == sorted(implied) else "other shards than"
+    mapping = packing.mapping
     fix = Fix(
         applicability=Applicability.SAFE,
         description=f'map "{key}" to [{quote_keys(implied)}]',
-        edits=(PackedEntry(path=Path(path), line=packing.mapping.line, column=packing.mapping.column,
-                           existing=tuple(e.key for e in packing.mapping.entries), keys=(key,), shards=implied),),
-    ) if ctx.editable(path) and packing.mapping.complete else None
+        edits=(PackedEntry(path=Path(path), line=mapping.line, column=mapping.column, existing=mapping.layout,
+                           keys=(key,), shards=implied),),
+    ) if mapping is not None and packing.editable(ctx, entry) else None
+    line, column = packing.site(entry)
     return RULE.finding(
         path=path, line=line, column=column, cls=packing.ref.cls.name,
-        message=f'packed_modules_mapping["{key}"] lists [{quote_keys(shards)}], {what} the loader stacks '
-        f"([{quote_keys(implied)}], by shard id)",
+        message=f'packed_modules_mapping["{key}"]{packing.inherited(entry)} lists [{quote_keys(shards)}], {what} '
+        f"the loader stacks ([{quote_keys(implied)}], by shard id)",
         keys=(key,), fix=fix, evidence=packing.evidence(ctx, key),
     )

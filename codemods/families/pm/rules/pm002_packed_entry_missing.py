@@ -8,7 +8,7 @@ from pathlib import Path
 from ....findings import Applicability, Finding, Fix
 from ....rules.base import Context, Rule, quote_keys
 from ..edits import PackedEntry
-from .packing import packings
+from .packing import Packing, packings
 
 BEFORE = '''\
 class K2MLP(nn.Module):
@@ -59,7 +59,10 @@ RULE = Rule(
         "A class that adds entries to its mapping at run time (`self.packed_modules_mapping[...] = ...` "
         "in `__init__`) is not reported for them, nor is a layer left out of a class's "
         "`supported_lora_modules` (the older LoRA API, as in aphrodite 0.6.1: LoRA reaches only those modules, "
-        "and `is_layer_skipped` expands fused layers through a fixed `FUSED_LAYER_NAME_MAPPING`)."
+        "and `is_layer_skipped` expands fused layers through a fixed `FUSED_LAYER_NAME_MAPPING`). "
+        "A class that reads its base's mapping whole is reported without a fix (it has no dict to "
+        "add to); one that merges its own dict over the base's (`Base.packed_modules_mapping | {...}`, "
+        "`{**Base.packed_modules_mapping, ...}`) gets the entry in its own dict."
     ),
     before=BEFORE,
     after=AFTER,
@@ -70,29 +73,42 @@ RULE = Rule(
 def check(ctx: Context) -> list[Finding]:
     findings = []
     for packing in packings(ctx):
-        mapping = packing.mapping
-        if not mapping.complete or packing.runtime_unknown or not mapping.entries:
+        if not packing.complete or packing.runtime_unknown or not packing.held:
             continue
-        listed = {e.shards for e in mapping.entries}
+        listed = {e.shards for e in packing.entries}
+        dotted = {e.key.rsplit(".", 1)[-1] for e in packing.entries if "." in e.key}
         for param, implied in packing.implied.items():
-            if mapping.get(param) or param in packing.runtime or implied in listed:
-                continue  # listed, set at run time, or listed under another name (PM003)
+            if packing.get(param) or param in packing.runtime or implied in listed or param in dotted:
+                continue  # listed, set at run time, or listed under another name or a dotted key (PM003)
             if packing.lora_modules is not None and param not in packing.lora_modules:
                 continue  # an old runtime: LoRA reaches only those, quantization has a fixed table
             if param in packing.dropped and param not in packing.local or not packing.built(ctx, param):
                 continue  # left out of a base's mapping on purpose, or no such layer
-            path = packing.ref.module.path
-            fix = Fix(
-                applicability=Applicability.SAFE,
-                description=f'add "{param}": [{quote_keys(implied)}]',
-                edits=(PackedEntry(path=Path(path), line=mapping.line, column=mapping.column,
-                                   existing=tuple(e.key for e in mapping.entries), keys=(param,), shards=implied),),
-            ) if ctx.editable(path) and packing.sure(param) else None
-            findings.append(RULE.finding(
-                path=path, line=mapping.line, column=mapping.column, cls=packing.ref.cls.name,
-                message=f'the loader stacks "{param}" from [{quote_keys(implied)}] but packed_modules_mapping '
-                "has no entry for it (LoRA and quantization ignore lists cannot expand it)"
-                + ("" if packing.sure(param) else "; no fix: a submodule not resolved may stack it otherwise"),
-                keys=(param,), fix=fix, evidence=packing.evidence(ctx, param),
-            ))
+            if packing.echoed(ctx, None, param):
+                continue  # the mapping is a base's, checked here with the same loaders' view
+            findings.append(_finding(ctx, packing, param, implied))
     return findings
+
+
+def _finding(ctx: Context, packing: Packing, param: str, implied: tuple[str, ...]) -> Finding:
+    path = packing.ref.module.path
+    mapping = packing.mapping
+    fix = Fix(
+        applicability=Applicability.SAFE,
+        description=f'add "{param}": [{quote_keys(implied)}]',
+        edits=(PackedEntry(path=Path(path), line=mapping.line, column=mapping.column, existing=mapping.layout,
+                           keys=(param,), shards=implied),),
+    ) if mapping is not None and packing.editable(ctx) and packing.sure(param) else None
+    source = "" if packing.held_by is None else f" (inherited from {packing.held_by.header.name})"
+    why = "" if fix else (
+        "; no fix: a submodule not resolved may stack it otherwise" if not packing.sure(param) else
+        "; no fix: the class has no mapping of its own to add it to" if mapping is None else
+        "; no fix: its mapping is not a dict literal" if not mapping.literal else ""
+    )
+    line, column = packing.site()
+    return RULE.finding(
+        path=path, line=line, column=column, cls=packing.ref.cls.name,
+        message=f'the loader stacks "{param}" from [{quote_keys(implied)}] but packed_modules_mapping{source} '
+        f"has no entry for it (LoRA and quantization ignore lists cannot expand it){why}",
+        keys=(param,), fix=fix, evidence=packing.evidence(ctx, param),
+    )
