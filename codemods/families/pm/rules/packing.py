@@ -151,9 +151,10 @@ class Packing:
         return self.ref.header.line, self.ref.header.column
 
     def inherited(self, entry: Entry) -> str:
-        """" (inherited from <Base>)" for an entry a base writes, else ""."""
+        """", inherited from <Base>," for an entry a base writes, else "" (no parenthesis: the text
+        report's headline ends at the first one)."""
         owner = self.owner(entry)
-        return "" if owner == self.ref else f" (inherited from {owner.header.name})"
+        return "" if owner == self.ref else f", inherited from {owner.header.name},"
 
     def echoed(self, ctx: Context, entry: Entry | None, param: str) -> bool:
         """Whether a base of this class, checked here, reads the same `entry` (None: the same

@@ -99,7 +99,7 @@ def _finding(ctx: Context, packing: Packing, param: str, implied: tuple[str, ...
         edits=(PackedEntry(path=Path(path), line=mapping.line, column=mapping.column, existing=mapping.layout,
                            keys=(param,), shards=implied),),
     ) if mapping is not None and packing.editable(ctx) and packing.sure(param) else None
-    source = "" if packing.held_by is None else f" (inherited from {packing.held_by.header.name})"
+    source = "" if packing.held_by is None else f", inherited from {packing.held_by.header.name},"
     why = "" if fix else (
         "; no fix: a submodule not resolved may stack it otherwise" if not packing.sure(param) else
         "; no fix: the class has no mapping of its own to add it to" if mapping is None else
