@@ -160,7 +160,8 @@ class Packing:
         """Whether a base of this class, checked here, reads the same `entry` (None: the same
         whole mapping, this class having none of its own) and its loaders imply the same for
         `param`: what is wrong with it is reported there."""
-        if self.owner(entry) == self.ref if entry is not None else self.mapping is not None:
+        own = self.owner(entry) == self.ref if entry is not None else self.mapping is not None
+        if own:
             return False
         bases = ctx.index.mro(self.ref)[1:]
         return any(
@@ -209,13 +210,13 @@ def _packings(ctx: Context) -> list[Packing]:
     readers = QUANT if ctx.registry_found else QUANT | {"SupportsLoRA"}
     for module, cls in ctx.target_classes():
         ref = ClassRef(module, cls)
-        if ref.key not in entries and not readers & ctx.index.base_names(ref):
+        bases = ctx.index.base_names(ref)
+        if ref.key not in entries and not readers & bases:
             continue
         resolved = resolve(ctx, ref)
         if resolved is None:
             continue
         own = resolved.written if resolved.holder == ref else None
-        bases = ctx.index.base_names(ref)
         lora = "SupportsLoRA" in bases and (ref.key in entries or not ctx.registry_found)
         packing = Packing(ref, own, resolved.held, resolved.complete, lora)
         keys = {h.entry.key for h in resolved.held}
@@ -237,10 +238,10 @@ def _packings(ctx: Context) -> list[Packing]:
 def resolve(ctx: Context, ref: ClassRef, depth: int = 0) -> Resolved | None:
     """The mapping an instance of `ref` reads as `packed_modules_mapping`, None when no class of
     its MRO assigns one; a base's mapping merged in is resolved as that base's own lookup."""
-    holder = next((n for n in ctx.index.mro(ref) if n.may_hold(MAPPING) and n.cls.packed and n.cls.packed.mapping), None)
-    if holder is None or holder.cls.packed is None or holder.cls.packed.mapping is None:
+    assigned = ((n, n.cls.packed.mapping) for n in ctx.index.mro(ref) if n.may_hold(MAPPING) and n.cls.packed)
+    holder, written = next(((n, m) for n, m in assigned if m is not None), (None, None))
+    if holder is None or written is None:
         return None
-    written = holder.cls.packed.mapping
     held: dict[str, Held] = {}
     complete = written.complete
     for name in written.bases:
