@@ -34,29 +34,36 @@ from vllm.lora.model_manager import LoRAModelManager
 from vllm.model_executor.utils import get_packed_modules_mapping
 
 QKV = {"q": 0, "k": 1, "v": 2}
-spec = importlib.util.spec_from_file_location("vllm.model_executor.models._pm_smoke", sys.argv[1])
-module = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(module)
-model = module.LlamaForCausalLM.__new__(module.LlamaForCausalLM)
-nn.Module.__init__(model)
-manager = types.SimpleNamespace(packed_modules_mapping=get_packed_modules_mapping(model), packed_modules={})
-for name in ("layers.0.self_attn.qkv_proj", "layers.0.mlp.gate_up_proj"):
-    LoRAModelManager._register_packed_modules(manager, name)
-mapper = module.LlamaModel.hf_to_vllm_mapper
-mismatches = []
-for fused, subs in manager.packed_modules.items():
-    for slot, sub in enumerate(subs):
-        mapped = mapper._map_name_with_shard(sub + ".weight")
-        shard = None if mapped is None else QKV.get(mapped[1], mapped[1])
-        if mapped is None or mapped[0] != fused + ".weight" or shard != slot:
-            mismatches.append([fused, slot, sub])
-print(json.dumps(mismatches))
+
+
+def mismatches(number, path):
+    spec = importlib.util.spec_from_file_location(f"vllm.model_executor.models._pm_smoke{number}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    model = module.LlamaForCausalLM.__new__(module.LlamaForCausalLM)
+    nn.Module.__init__(model)
+    manager = types.SimpleNamespace(packed_modules_mapping=get_packed_modules_mapping(model), packed_modules={})
+    for name in ("layers.0.self_attn.qkv_proj", "layers.0.mlp.gate_up_proj"):
+        LoRAModelManager._register_packed_modules(manager, name)
+    mapper = module.LlamaModel.hf_to_vllm_mapper
+    found = []
+    for fused, subs in manager.packed_modules.items():
+        for slot, sub in enumerate(subs):
+            mapped = mapper._map_name_with_shard(sub + ".weight")
+            shard = None if mapped is None else QKV.get(mapped[1], mapped[1])
+            if mapped is None or mapped[0] != fused + ".weight" or shard != slot:
+                found.append([fused, slot, sub])
+    return found
+
+
+print(json.dumps([mismatches(number, path) for number, path in enumerate(sys.argv[1:])]))
 '''
 
 
-def _mismatches(python: Path, source: Path) -> list:
-    done = subprocess.run([str(python), "-c", SCRIPT, str(source)], capture_output=True, text=True, timeout=600,
-                          check=False)
+def _mismatches(python: Path, *sources: Path) -> list[list]:
+    """The mismatches of each source, in one process (importing vLLM is most of its time)."""
+    done = subprocess.run([str(python), "-c", SCRIPT, *map(str, sources)], capture_output=True, text=True,
+                          timeout=600, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -67,13 +74,17 @@ def test_lora_packs_what_the_loader_stacks_once_pm001_is_fixed(vllm_python: Path
         pytest.skip("this vLLM's llama.py writes its gate_up_proj entry otherwise")
     copy.path.write_text(copy.original.replace(CORRECT, TYPO, 1))
 
+    typo = tmp_path / "typo.py"
+    typo.write_text(copy.path.read_text())
+
     found = engine.check([copy.path], Options(select=("PM",), cache=False)).findings
     assert [(f.rule, f.cls, f.keys) for f in found] == [("PM001", "LlamaForCausalLM", ("gate_up_proj",))]
-    assert _mismatches(vllm_python, copy.path) == [
+    engine.fix([copy.path], Options(select=("PM",), cache=False))
+    assert copy.path.read_text() == copy.original
+
+    before, after = _mismatches(vllm_python, typo, copy.path)
+    assert before == [
         ["layers.0.mlp.gate_up_proj", 0, "layers.0.mlp.up_proj"],
         ["layers.0.mlp.gate_up_proj", 1, "layers.0.mlp.down_proj"],
     ]
-
-    engine.fix([copy.path], Options(select=("PM",), cache=False))
-    assert copy.path.read_text() == copy.original
-    assert _mismatches(vllm_python, copy.path) == []
+    assert after == []
