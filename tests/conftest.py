@@ -61,6 +61,17 @@ def pytest_terminal_summary(terminalreporter) -> None:
             terminalreporter.write_line(line)
 
 
+HEAVY = ("vllm", "vllm_src")
+"""Markers of the tests that run real vLLM or read whole vLLM trees: seconds to minutes each."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The heavy tests first (in their order), so that a parallel run (pytest-xdist, `--dist
+    loadgroup`: its groups first, then one test at a time to whichever worker is free) never hands
+    a minute-long test to a worker while the other one is finishing the rest."""
+    items.sort(key=lambda item: not any(item.get_closest_marker(name) for name in HEAVY))
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--snapshot-update",

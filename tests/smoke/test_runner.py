@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from contractfix.smoke.runner import run, terminate_group
+from contractfix.smoke.runner import STOP, run, terminate_group
 
 STAND_IN = textwrap.dedent(
     """
@@ -94,6 +94,31 @@ def test_ctrl_c_kills_the_group_and_propagates(stand_in: Path, tmp_path: Path) -
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
     assert _wait_dead(int(pid_file.read_text())), "the grandchild outlived Ctrl-C"
+
+
+def test_a_stop_ends_another_threads_run_as_ctrl_c_would(stand_in: Path, tmp_path: Path) -> None:
+    """A Ctrl-C reaches the main thread only: a run in another thread ends when its STOP is set,
+    its group killed, and a later run there does not start."""
+    pid_file, stop, raised = tmp_path / "pid", threading.Event(), []
+
+    def worker() -> None:
+        STOP.set(stop)
+        for _ in range(2):
+            try:
+                run([sys.executable, stand_in, pid_file, "hang"], timeout=120, grace=1)
+            except KeyboardInterrupt:
+                raised.append(time.monotonic())
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    while not pid_file.exists():
+        time.sleep(0.05)
+    stopped = time.monotonic()
+    stop.set()
+    thread.join(30)
+    assert not thread.is_alive() and len(raised) == 2 and raised[0] - stopped < 10
+    assert _wait_dead(int(pid_file.read_text())), "the grandchild outlived the stop"
+    assert STOP.get() is None, "this thread's runs are not stoppable"
 
 
 def test_a_wait_lock_an_interrupt_left_held_does_not_hang_the_reap(stand_in: Path, tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import stat
+import sys
 import threading
 from pathlib import Path
 
@@ -133,3 +134,16 @@ def test_setup_fetches_the_wheel_even_when_the_environment_is_ready(pip_download
     second = venv.setup(echo=lambda _: None)
     assert second.cached and second.wheel == first.wheel == wheel and wheel.exists()
     assert len(builds) == 1 and len(pip_download.read_text().splitlines()) == 2
+
+
+def test_the_verify_step_writes_the_bytecode_of_what_it_imports(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Even where PYTHONDONTWRITEBYTECODE is set: every later harness process reads it."""
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    env = venv.ManagedEnv(tmp_path / "env", "recipe")
+    env.python.parent.mkdir(parents=True)
+    env.python.symlink_to(sys.executable)
+    (tmp_path / "mods").mkdir()
+    (tmp_path / "mods" / "warm.py").write_text("VALUE = 1\n")
+    verify = f"import json, sys; sys.path.insert(0, {str(tmp_path / 'mods')!r}); import warm; print(json.dumps({{}}))"
+    assert venv.run_steps(env, [("nothing", [sys.executable, "-c", "pass"])], verify, echo=lambda _: None) == {}
+    assert [p.name.split(".")[0] for p in (tmp_path / "mods" / "__pycache__").iterdir()] == ["warm"]

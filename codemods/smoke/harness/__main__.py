@@ -24,17 +24,24 @@ ENV_DEFAULTS = {
 
 
 def probe() -> dict:
-    """Versions and hardware, without importing vLLM (cheap): decides which tiers can run."""
+    """Versions and hardware, without importing vLLM (cheap): decides which tiers can run. A CPU
+    build of torch (its version file names no CUDA or ROCm) has no GPU to count: torch itself, seconds
+    of import, is imported only to count them."""
     import importlib.util
 
     spec = importlib.util.find_spec("vllm")
     if spec is None:
         return {"python": sys.executable, "vllm": None}
     folder = spec.submodule_search_locations[0]
-    import torch
+    version = _torch_version()
+    if version.cuda is None and version.hip is None:
+        devices = 0
+    else:
+        import torch
 
+        devices = torch.cuda.device_count() if torch.cuda.is_available() else 0
     kernels = {"_C", "_C_AVX512", "_C_AVX2"}
-    cpu_kernels = torch.version.cuda is None and any(
+    cpu_kernels = version.cuda is None and any(
         name.split(".")[0] in kernels for name in os.listdir(folder) if name.endswith(".so")
     )
     return {
@@ -42,10 +49,22 @@ def probe() -> dict:
         "vllm": _version("vllm"),
         "build": _distribution("vllm"),
         "vllm_dir": folder,
-        "torch": torch.__version__,
-        "cuda_devices": torch.cuda.device_count() if torch.cuda.is_available() else 0,
+        "torch": version.__version__,
+        "cuda_devices": devices,
         "cpu_kernels": cpu_kernels,
     }
+
+
+def _torch_version():
+    """torch's `version` module (a file of constants) loaded alone, without the package."""
+    import importlib.util
+
+    torch = importlib.util.find_spec("torch")
+    path = os.path.join(torch.submodule_search_locations[0], "version.py")
+    spec = importlib.util.spec_from_file_location("_contractfix_torch_version", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def _version(package: str) -> str:
