@@ -40,12 +40,11 @@ class Job:
 @dataclass(frozen=True)
 class Done:
     """A job's outcome: the verified rewrite and the facts of its text, or why there is none
-    (`problem`; `unchanged` where the edits change nothing)."""
+    (`problem`); neither where the edits change nothing."""
 
     rewrite: Rewrite | None = None
     facts: ModuleFacts | None = None
     problem: str = ""
-    unchanged: bool = False
 
 
 def run(jobs: Sequence[Job], workers: int) -> Iterator[Done]:
@@ -87,7 +86,7 @@ def rewrite(job: Job) -> Done:
     except Exception as error:  # noqa: BLE001 (reported as the file's error, the run goes on)
         return Done(problem=f"fix not applied: internal error: {type(error).__name__}: {error}")
     if result.after == result.before:
-        return Done(unchanged=True)
+        return Done()
     try:
         facts = analysis.analyze_source(result.after, str(job.path), job.module)
     except UNPARSABLE as error:
