@@ -77,7 +77,7 @@ class CacheScales:
         found: list[str] = []
         for path in sorted(folder.rglob("*.py")):
             try:
-                found.extend(f"{name} ({path.name})" for name in self._files.get(path, _naming, Path.read_bytes))
+                found.extend(f"{name} ({path.name})" for name in self._files.get(path, _naming_classes, Path.read_bytes))
             except OSError:
                 continue
         self._files.flush()
@@ -92,7 +92,7 @@ def _package_root(module: ModuleFacts) -> Path | None:
     return path.parents[up] if 0 <= up < len(path.parents) else None
 
 
-def _naming(data: bytes) -> list[str]:
+def _naming_classes(data: bytes) -> list[str]:
     """The classes of a file whose `get_cache_scale` can return a name."""
     if DEFINITION.encode() not in data:
         return []
