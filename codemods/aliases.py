@@ -38,7 +38,11 @@ def aliased(value: ast.expr) -> list[str]:
     either branch of a conditional expression."""
     if isinstance(value, ast.IfExp):
         return aliased(value.body) + aliased(value.orelse)
-    if isinstance(value, ast.Call) and (dotted_name(value.func) or [""])[-1] == PARTIAL and value.args:
+    if isinstance(value, ast.Call):
+        func = value.func  # most values are calls: the last name is read before the whole chain
+        last = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+        if last != PARTIAL or not value.args or dotted_name(func) is None:
+            return []
         value = value.args[0]
     chain = dotted_name(value)
     return [".".join(chain)] if chain and chain[0] != "self" and chain[-1][:1].isupper() else []

@@ -9,6 +9,9 @@ that time in two nested generators per node, and a third of the nodes they yield
 and operators. The fields that hold a name or a constant are not looked at either, and a list
 field is taken whole.
 
+`statements` is the same walk over statements alone, for facts that read only assignments
+and other statements: a method's statements are about a tenth of its nodes.
+
 Also `dotted_name`, which the fact modules outside `analysis` share.
 """
 
@@ -79,6 +82,26 @@ def walk(node: ast.AST) -> list[ast.AST]:
                 found.extend([item for item in value if item is not None] if sparse else value)
             elif isinstance(value, ast.AST):
                 found.append(value)
+    return found
+
+
+BLOCKS = frozenset({"body", "orelse", "finalbody", "handlers", "cases"})
+"""The fields that hold statements, or the `except` handlers and `case`s that hold them: the only
+places a statement can sit (an expression holds none)."""
+STATEMENT_FIELDS: dict[type[ast.AST], tuple[str, ...]] = {
+    cls: tuple(name for name, _ in fields if name in BLOCKS) for cls, fields in FIELDS.items()
+}
+
+
+def statements(roots: list[ast.stmt]) -> list[ast.AST]:
+    """`roots` and every statement below them (with the `except` handlers and `case`s between),
+    in the order `walk` meets them: a statement's parents are statements, handlers and cases
+    only, so its depth, and with it the breadth-first order, is the same as in `walk`."""
+    found: list[ast.AST] = list(roots)
+    blocks = STATEMENT_FIELDS
+    for current in found:  # a queue without popping, as in `walk`
+        for name in blocks[type(current)]:
+            found.extend(getattr(current, name))
     return found
 
 

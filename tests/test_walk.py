@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from contractfix.walk import CHILDLESS, FIELDS, LEAVES, SPARSE, children, walk
+from contractfix.walk import CHILDLESS, FIELDS, LEAVES, SPARSE, children, statements, walk
 
 SOURCE = textwrap.dedent('''\
     import a.b as c
@@ -106,6 +106,29 @@ def test_only_the_sparse_lists_hold_none() -> None:
                 if None in value:
                     sparse.add((type(node).__name__, name))
     assert sparse == {(cls, name) for cls, names in SPARSE.items() for name in names}
+
+
+BLOCKS = (ast.stmt, ast.excepthandler, ast.match_case)
+
+
+@SOURCES
+def test_statements_meet_the_statements_of_a_walk_in_its_order(source: str) -> None:
+    tree = parsed(source)
+    assert [id(n) for n in statements(tree.body)] == [id(n) for n in walk(tree) if isinstance(n, BLOCKS)]
+
+
+@pytest.mark.parametrize("path", STDLIB, ids=[p.stem for p in STDLIB])
+def test_statements_of_some_roots_are_those_a_walk_meets_below_them(path: Path) -> None:
+    """Roots taken out of a body leave their statements out, and the others keep `walk`'s
+    order: a statement sits only in statements, handlers and cases."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    functions = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
+    assert functions
+    for fn in functions:
+        roots = fn.body[::2]
+        below = {id(n) for root in roots for n in walk(root)}
+        expected = [id(n) for n in walk(fn) if isinstance(n, BLOCKS) and id(n) in below]
+        assert [id(n) for n in statements(roots)] == expected
 
 
 def _no_node_left_out(tree: ast.AST) -> None:

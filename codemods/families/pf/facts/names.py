@@ -9,12 +9,13 @@ import ast
 import re
 from dataclasses import dataclass
 
-from ....walk import dotted_name, walk
+from ....walk import dotted_name, statements, walk
 from .prefixes import PREFIX, dot_tail, source_text
 
 MAPPER = "WeightsMapper("
 MAPPER_ATTR = re.compile(r"hf_to_\w+_mapper")
 """`hf_to_vllm_mapper`, or a fork's (`hf_to_aphrodite_mapper`)."""
+MAPPER_WORD = "_mapper"
 MAYBE = "maybe_prefix(prefix,"
 CONFIG = "_config"
 CONTAINERS = frozenset({"ModuleList", "Sequential", "ModuleDict"})
@@ -84,7 +85,7 @@ def name_facts(node: ast.ClassDef, lines: list[str]) -> NameFacts | None:
             continue
         if item.name == "__init__":
             takes = PREFIX in [a.arg for a in item.args.posonlyargs + item.args.args + item.args.kwonlyargs]
-        for stmt in walk(item):
+        for stmt in statements([top for top in item.body if _names_one(top, lines)]):
             if not isinstance(stmt, (ast.Assign, ast.AnnAssign)) or stmt.value is None:
                 continue
             if _assigns_mapper(stmt):
@@ -95,6 +96,12 @@ def name_facts(node: ast.ClassDef, lines: list[str]) -> NameFacts | None:
     if not (named or renames or takes):
         return None
     return NameFacts(tuple(named), takes, tuple(renames))
+
+
+def _names_one(stmt: ast.stmt, lines: list[str]) -> bool:
+    """Whether a statement's text can hold what is read here: a `prefix=` argument or an
+    `hf_to_*_mapper` (a text test that spares the walk of most of a method)."""
+    return any(PREFIX in line or MAPPER_WORD in line for line in lines[stmt.lineno - 1 : stmt.end_lineno])
 
 
 def _self_attr(stmt: ast.Assign | ast.AnnAssign) -> str:

@@ -106,7 +106,7 @@ def prefix_facts(node: ast.ClassDef, lines: list[str]) -> PrefixFacts | None:
         assigned = _assigned(nodes)
         rebound = _rebound(fn, nodes)
         for call in nodes:
-            if type(call) is not ast.Call:
+            if type(call) is not ast.Call or not _may_matter(call):
                 continue
             own = id(call) not in rebound
             ctor = ".".join(_dotted(call.func) or ())
@@ -137,6 +137,14 @@ def prefix_facts(node: ast.ClassDef, lines: list[str]) -> PrefixFacts | None:
     return PrefixFacts(
         tuple(builds), tuple(dotted), tuple(scopes), init, takes_quant, tuple(dict.fromkeys(passes)), maybe, fstring,
         tuple(by_place),
+    )
+
+
+def _may_matter(call: ast.Call) -> bool:
+    """Whether a call hands a prefix or a quant_config, by name or by place, or an f-string by
+    place: the only calls read here (most calls of a method that names either hand neither)."""
+    return any(k.arg == PREFIX or k.arg == QUANT for k in call.keywords) or any(
+        type(a) is ast.JoinedStr or _is_prefix(a) or _is_quant(a) for a in call.args
     )
 
 

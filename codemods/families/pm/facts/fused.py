@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from ....walk import walk
+from ....walk import statements, walk
 
 QKV = "QKVParallelLinear"
 MERGED = "MergedColumnParallelLinear"
@@ -48,7 +48,7 @@ def fused_layers(node: ast.ClassDef, lines: list[str]) -> tuple[Built, ...] | No
         if "self." not in text:
             continue
         assigned = _locals(method) if MERGED in text else {}
-        for stmt in walk(method):
+        for stmt in statements([method]):
             target, value = _self_assignment(stmt)
             if target and isinstance(stmt, ast.stmt):
                 found.append(_built(target, value, stmt.lineno, assigned))

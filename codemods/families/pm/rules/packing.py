@@ -116,13 +116,26 @@ class Packing:
     """The classes whose loaders count (the class's MRO first)."""
     _built: dict[str, bool] = field(default_factory=dict)
     _layers: dict[str, list[tuple[str, Built]]] = field(default_factory=dict)
+    _imported: list[ModuleFacts] | None = None
 
     def built(self, ctx: Context, param: str) -> bool:
-        """Whether a module of the model builds a layer named `param` (asked only of a param a
-        rule would report: the modules it imports are read then)."""
+        """Whether a module of the model, or a model module one of them imports from, builds a
+        layer named `param` as `self.<param> = ...` (asked only of a param a rule would report:
+        the modules it imports are read then, and only when its own do not)."""
         if param not in self._built:
-            self._built[param] = bool(_built(ctx, [self.ref, *self.loaders], {param}))
+            self._built[param] = _found(self.modules(), param) or _found(self.imported(ctx), param)
         return self._built[param]
+
+    def modules(self) -> list[ModuleFacts]:
+        """The modules of the class and of the classes whose loaders count."""
+        return list({c.module.path: c.module for c in [self.ref, *self.loaders]}.values())
+
+    def imported(self, ctx: Context) -> list[ModuleFacts]:
+        """The model modules that `modules` import from (worked out once per class: each param
+        a rule asks about reads them)."""
+        if self._imported is None:
+            self._imported = _imported(ctx, self.modules(), self.ref)
+        return self._imported
 
     @property
     def entries(self) -> list[Entry]:
@@ -179,7 +192,7 @@ class Packing:
         """The assignments of a layer named `param` in the model's modules, with their paths
         (`_layers`)."""
         if param not in self._layers:
-            self._layers[param] = _layers(ctx, [self.ref, *self.loaders], param)
+            self._layers[param] = _layers(self.modules() + self.imported(ctx), param)
         return self._layers[param]
 
     def sure(self, param: str) -> bool:
@@ -341,20 +354,6 @@ def _imply(packing: Packing, loaders: list[ClassRef], own: set[ClassRef]) -> Non
             packing.slices[param] = sum(len(i) if isinstance(i, tuple) else 1 for i in order)
 
 
-def _built(ctx: Context, classes: list[ClassRef], params: set[str]) -> set[str]:
-    """Those of `params` that a module of `classes`, or a model module one of them imports from,
-    builds as `self.<param> = ...` (the imported modules are read only for what their own do not)."""
-    modules = _modules(classes)
-    found = _found(modules, params)
-    if len(found) == len(params):
-        return found
-    return found | _found(_imported(ctx, modules, classes[0]), params - found)
-
-
-def _modules(classes: list[ClassRef]) -> list[ModuleFacts]:
-    return list({c.module.path: c.module for c in classes}.values())
-
-
 def _imported(ctx: Context, modules: list[ModuleFacts], ref: ClassRef) -> list[ModuleFacts]:
     """The model modules that `modules` import from (`ref`'s package standing for a fork's)."""
     home = ref.module.module.split(".")[0]
@@ -367,13 +366,12 @@ def _imported(ctx: Context, modules: list[ModuleFacts], ref: ClassRef) -> list[M
     return [other for name in sorted(names) if (other := ctx.index.module(name)) is not None and other.path not in paths]
 
 
-def _layers(ctx: Context, classes: list[ClassRef], param: str) -> list[tuple[str, Built]]:
-    """Every assignment of `self.<param>` in the classes of the modules of `classes` and of the
-    model modules they import from, where some class builds it as a fused layer: of a class that
-    assigns it without a fused record, one of no kind."""
-    modules = _modules(classes)
+def _layers(modules: list[ModuleFacts], param: str) -> list[tuple[str, Built]]:
+    """Every assignment of `self.<param>` in the classes of `modules` (the model's and those they
+    import from), where some class builds it as a fused layer: of a class that assigns it
+    without a fused record, one of no kind."""
     found: list[tuple[str, Built]] = []
-    for module in modules + _imported(ctx, modules, classes[0]):
+    for module in modules:
         if not _assigns(module.source, param):
             continue
         for header in module.classes.values():
@@ -389,8 +387,8 @@ def _layers(ctx: Context, classes: list[ClassRef], param: str) -> list[tuple[str
     return found
 
 
-def _found(modules: list[ModuleFacts], params: set[str]) -> set[str]:
-    return {param for param in params if any(_assigns(module.source, param) for module in modules)}
+def _found(modules: list[ModuleFacts], param: str) -> bool:
+    return any(_assigns(module.source, param) for module in modules)
 
 
 def _assigns(source: bytes, attr: str) -> bool:

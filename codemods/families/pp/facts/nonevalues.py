@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from ....unparse import unparse
 from ....vllm_names import TENSORS_CLASS
-from ....walk import dotted_name, walk
+from ....walk import dotted_name, statements, walk
 from .valueguards import config_names, guarded_returns, narrowed, normalized
 
 if TYPE_CHECKING:
@@ -379,7 +379,7 @@ def _layers_attr(node: ast.expr) -> str | None:
 def _layer_ctors(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[tuple[str, str, int]]:
     nested = {n.name: n for n in fn.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
     found = []
-    for stmt in walk(fn):
+    for stmt in statements([fn]):
         if not isinstance(stmt, ast.Assign) or not isinstance(stmt.value, ast.Call):
             continue
         target = stmt.targets[0]
