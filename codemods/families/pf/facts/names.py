@@ -85,7 +85,8 @@ def name_facts(node: ast.ClassDef, lines: list[str]) -> NameFacts | None:
             continue
         if item.name == "__init__":
             takes = PREFIX in [a.arg for a in item.args.posonlyargs + item.args.args + item.args.kwonlyargs]
-        for stmt in statements([top for top in item.body if _names_one(top, lines)]):
+        body = item.body if _names_one(item, lines) else []  # one test spares a test a statement in most methods
+        for stmt in statements([top for top in body if _names_one(top, lines)]):
             if not isinstance(stmt, (ast.Assign, ast.AnnAssign)) or stmt.value is None:
                 continue
             if _assigns_mapper(stmt):
@@ -99,8 +100,8 @@ def name_facts(node: ast.ClassDef, lines: list[str]) -> NameFacts | None:
 
 
 def _names_one(stmt: ast.stmt, lines: list[str]) -> bool:
-    """Whether a statement's text can hold what is read here: a `prefix=` argument or an
-    `hf_to_*_mapper` (a text test that spares the walk of most of a method)."""
+    """Whether a statement's (or a method's) text can hold what is read here: a `prefix=`
+    argument or an `hf_to_*_mapper` (a text test that spares the walk of most of a method)."""
     return any(PREFIX in line or MAPPER_WORD in line for line in lines[stmt.lineno - 1 : stmt.end_lineno])
 
 

@@ -102,7 +102,8 @@ def prefix_facts(node: ast.ClassDef, lines: list[str]) -> PrefixFacts | None:
         if fn.name == "__init__":
             init = "param" if PREFIX in names else "kwargs" if fn.args.kwarg else "none"
             takes_quant = QUANT in names
-        nodes = [n for stmt in fn.body if _names_one(stmt, lines) for n in walk(stmt)]
+        body = fn.body if _names_one(fn, lines) else []  # most methods name neither: one test spares a test a statement
+        nodes = [n for stmt in body if _names_one(stmt, lines) for n in walk(stmt)]
         assigned = _assigned(nodes)
         rebound = _rebound(fn, nodes)
         for call in nodes:
@@ -149,7 +150,8 @@ def _may_matter(call: ast.Call) -> bool:
 
 
 def _names_one(stmt: ast.stmt, lines: list[str]) -> bool:
-    """Whether a statement's text names `quant_config` or `prefix` (a text test that spares its walk)."""
+    """Whether a statement's (or a method's) text names `quant_config` or `prefix` (a text test
+    that spares its walk)."""
     return any(QUANT in line or PREFIX in line for line in lines[stmt.lineno - 1 : stmt.end_lineno])
 
 

@@ -13,7 +13,7 @@ import ast
 from dataclasses import dataclass
 from typing import TypeGuard
 
-from ....walk import dotted_name, walk
+from ....walk import children, dotted_name, walk, walk_all
 
 MAPPING = "packed_modules_mapping"
 STACKED = "stacked_params_mapping"
@@ -108,7 +108,7 @@ def packed_facts(node: ast.ClassDef, lines: list[str]) -> PackedFacts | None:
             continue
         if not wanted("\n".join(lines[item.lineno - 1 : item.end_lineno])):
             continue  # a method without the words changes neither (most of a model's)
-        for sub in walk(item):
+        for sub in walk_all([part for part in children(item) if _has_words(part, lines)]):
             key, changed = _runtime_change(sub)
             if key:
                 runtime.append(key)
@@ -124,6 +124,13 @@ def packed_facts(node: ast.ClassDef, lines: list[str]) -> PackedFacts | None:
     if mapping is None and not runtime and not unknown and not stacks and not opaque and not alone:
         return None
     return PackedFacts(mapping, tuple(runtime), unknown, tuple(stacks), opaque, lora, alone)
+
+
+def _has_words(node: ast.AST, lines: list[str]) -> bool:
+    """Whether a part of a method (a statement, its arguments) can change the mapping or stack
+    params: its text names one of `WORDS` (a part with no place, `arguments`, is kept)."""
+    start = getattr(node, "lineno", None)
+    return start is None or wanted("\n".join(lines[start - 1 : node.end_lineno]))  # type: ignore[attr-defined]
 
 
 def _assigns(stmt: ast.stmt, name: str) -> TypeGuard[ast.Assign | ast.AnnAssign]:
