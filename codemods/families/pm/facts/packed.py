@@ -108,12 +108,13 @@ def packed_facts(node: ast.ClassDef, lines: list[str]) -> PackedFacts | None:
             continue
         if not wanted("\n".join(lines[item.lineno - 1 : item.end_lineno])):
             continue  # a method without the words changes neither (most of a model's)
+        lists = _Lists(item)
         for sub in walk_all([part for part in children(item) if _has_words(part, lines)]):
             key, changed = _runtime_change(sub)
             if key:
                 runtime.append(key)
             unknown = unknown or changed
-            found, odd = _mapper(sub) if isinstance(sub, ast.Call) else _stacked(sub)
+            found, odd = _mapper(sub) if isinstance(sub, ast.Call) and not _extends(sub) else _stacked(sub, lists)
             stacks.extend(found)
             opaque = opaque or odd
     alone = any(
@@ -215,23 +216,26 @@ def _runtime_change(node: ast.AST) -> tuple[str, bool]:
     return "", False
 
 
-def _stacked(node: ast.AST) -> tuple[list[Stack], bool]:
+def _stacked(node: ast.AST, lists: _Lists) -> tuple[list[Stack], bool]:
     """The triples a statement adds to a `stacked_params_mapping` (assigned, `+=`, `.extend`,
-    `.append`), and whether some element is not a literal triple."""
+    `.append`; a list or tuple written there or in a local the method binds once to one), and
+    whether some element is not a literal triple."""
     elements: list[ast.expr] = []
     if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and node.value is not None:
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         if not any(isinstance(t, ast.Name) and t.id == STACKED for t in targets):
             return [], False
-        if not isinstance(node.value, (ast.List, ast.Tuple)):
+        written = lists.literal(node.value)
+        if written is None:
             return [], True
-        elements = list(node.value.elts)
-    elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-          and isinstance(node.func.value, ast.Name) and node.func.value.id == STACKED):
+        elements = written
+    elif _extends(node):
+        assert isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+        written = lists.literal(node.args[0]) if len(node.args) == 1 else None
         if node.func.attr == "append" and len(node.args) == 1:
             elements = [node.args[0]]
-        elif node.func.attr == "extend" and len(node.args) == 1 and isinstance(node.args[0], (ast.List, ast.Tuple)):
-            elements = list(node.args[0].elts)
+        elif node.func.attr == "extend" and written is not None:
+            elements = written
         else:
             return [], node.func.attr not in ("copy", "index", "count")
     found = []
@@ -243,6 +247,51 @@ def _stacked(node: ast.AST) -> tuple[list[Stack], bool]:
         else:
             found.append(stack)
     return found, opaque
+
+
+def _extends(node: ast.AST) -> bool:
+    """A method call on the `stacked_params_mapping` local (`.extend(...)`, `.append(...)`)."""
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name) and node.func.value.id == STACKED)
+
+
+class _Lists:
+    """The locals of a method that hold a list or tuple as written: each bound once, by a plain
+    assignment, and read only where a `stacked_params_mapping` takes its elements (DeepSeek-V2's
+    `stacked_params_mapping.extend(indexer_fused_mapping)`). Found on the first ask."""
+
+    def __init__(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        self.fn = fn
+        self.found: dict[str, list[ast.expr]] | None = None
+
+    def literal(self, value: ast.expr) -> list[ast.expr] | None:
+        """The elements `value` holds: a list or tuple written there, or a local holding one."""
+        if isinstance(value, (ast.List, ast.Tuple)):
+            return list(value.elts)
+        if not isinstance(value, ast.Name):
+            return None
+        if self.found is None:
+            self.found = self._find()
+        return self.found.get(value.id)
+
+    def _find(self) -> dict[str, list[ast.expr]]:
+        nodes = walk(self.fn)
+        taken = {id(n.args[0]) for n in nodes if _extends(n) and n.args}  # type: ignore[attr-defined]
+        taken |= {id(n.value) for n in nodes if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name)
+                  and n.target.id == STACKED}
+        bound: dict[str, list[ast.expr] | None] = {}
+        for node in nodes:
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                target = targets[0] if len(targets) == 1 else None
+                if isinstance(target, ast.Name):
+                    held = list(node.value.elts) if isinstance(node.value, (ast.List, ast.Tuple)) else None
+                    bound[target.id] = held if target.id not in bound else None
+        uses: dict[str, int] = {}
+        for node in nodes:
+            if isinstance(node, ast.Name) and id(node) not in taken:
+                uses[node.id] = uses.get(node.id, 0) + 1  # its binding, and any other read or write
+        return {name: held for name, held in bound.items() if held is not None and uses.get(name) == 1}
 
 
 def _mapper(node: ast.AST) -> tuple[list[Stack], bool]:
