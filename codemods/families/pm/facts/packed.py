@@ -229,15 +229,15 @@ def _stacked(node: ast.AST, lists: _Lists) -> tuple[list[Stack], bool]:
         if written is None:
             return [], True
         elements = written
-    elif _extends(node):
-        assert isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-        written = lists.literal(node.args[0]) if len(node.args) == 1 else None
-        if node.func.attr == "append" and len(node.args) == 1:
+    elif _extends(node) and isinstance(node.func, ast.Attribute):
+        method = node.func.attr
+        written = lists.literal(node.args[0]) if method == "extend" and len(node.args) == 1 else None
+        if method == "append" and len(node.args) == 1:
             elements = [node.args[0]]
-        elif node.func.attr == "extend" and written is not None:
+        elif written is not None:
             elements = written
         else:
-            return [], node.func.attr not in ("copy", "index", "count")
+            return [], method not in ("copy", "index", "count")
     found = []
     opaque = False
     for element in elements:
@@ -249,7 +249,7 @@ def _stacked(node: ast.AST, lists: _Lists) -> tuple[list[Stack], bool]:
     return found, opaque
 
 
-def _extends(node: ast.AST) -> bool:
+def _extends(node: ast.AST) -> TypeGuard[ast.Call]:
     """A method call on the `stacked_params_mapping` local (`.extend(...)`, `.append(...)`)."""
     return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
             and isinstance(node.func.value, ast.Name) and node.func.value.id == STACKED)
@@ -276,7 +276,7 @@ class _Lists:
 
     def _find(self) -> dict[str, list[ast.expr]]:
         nodes = walk(self.fn)
-        taken = {id(n.args[0]) for n in nodes if _extends(n) and n.args}  # type: ignore[attr-defined]
+        taken = {id(n.args[0]) for n in nodes if _extends(n) and n.args}
         taken |= {id(n.value) for n in nodes if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name)
                   and n.target.id == STACKED}
         bound: dict[str, list[ast.expr] | None] = {}
