@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from contractfix.walk import CHILDLESS, FIELDS, LEAVES, SPARSE, children, statements, walk
+from contractfix.walk import CHILDLESS, FIELDS, LEAVES, SPARSE, children, statements, walk, walk_all
 
 SOURCE = textwrap.dedent('''\
     import a.b as c
@@ -129,6 +129,15 @@ def test_statements_of_some_roots_are_those_a_walk_meets_below_them(path: Path) 
         below = {id(n) for root in roots for n in walk(root)}
         expected = [id(n) for n in walk(fn) if isinstance(n, BLOCKS) and id(n) in below]
         assert [id(n) for n in statements(roots)] == expected
+
+
+@pytest.mark.parametrize("path", STDLIB, ids=[p.stem for p in STDLIB])
+def test_a_walk_from_some_children_keeps_the_order_of_the_whole_walk(path: Path) -> None:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for fn in (n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)):
+        roots = children(fn)[1::2]
+        below = {id(n) for root in roots for n in walk(root)}
+        assert [id(n) for n in walk_all(roots)] == [id(n) for n in walk(fn) if id(n) in below]
 
 
 def _no_node_left_out(tree: ast.AST) -> None:
