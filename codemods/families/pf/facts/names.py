@@ -10,12 +10,13 @@ import re
 from dataclasses import dataclass
 
 from ....walk import dotted_name, statements, walk
-from .prefixes import PREFIX, dot_tail, source_text
+from .prefixes import PREFIX, dot_tail, names_any, source_text
 
 MAPPER = "WeightsMapper("
 MAPPER_ATTR = re.compile(r"hf_to_\w+_mapper")
 """`hf_to_vllm_mapper`, or a fork's (`hf_to_aphrodite_mapper`)."""
-MAPPER_WORD = "_mapper"
+NAMED = (PREFIX, "_mapper")
+"""The words of a statement a name fact can be read from: a `prefix=` argument, an `hf_to_*_mapper`."""
 MAYBE = "maybe_prefix(prefix,"
 CONFIG = "_config"
 CONTAINERS = frozenset({"ModuleList", "Sequential", "ModuleDict"})
@@ -85,8 +86,8 @@ def name_facts(node: ast.ClassDef, lines: list[str]) -> NameFacts | None:
             continue
         if item.name == "__init__":
             takes = PREFIX in [a.arg for a in item.args.posonlyargs + item.args.args + item.args.kwonlyargs]
-        body = item.body if _names_one(item, lines) else []  # one test spares a test a statement in most methods
-        for stmt in statements([top for top in body if _names_one(top, lines)]):
+        body = item.body if names_any(item, lines, NAMED) else []  # one test spares a test a statement in most methods
+        for stmt in statements([top for top in body if names_any(top, lines, NAMED)]):
             if not isinstance(stmt, (ast.Assign, ast.AnnAssign)) or stmt.value is None:
                 continue
             if _assigns_mapper(stmt):
@@ -97,12 +98,6 @@ def name_facts(node: ast.ClassDef, lines: list[str]) -> NameFacts | None:
     if not (named or renames or takes):
         return None
     return NameFacts(tuple(named), takes, tuple(renames))
-
-
-def _names_one(stmt: ast.stmt, lines: list[str]) -> bool:
-    """Whether a statement's (or a method's) text can hold what is read here: a `prefix=`
-    argument or an `hf_to_*_mapper` (a text test that spares the walk of most of a method)."""
-    return any(PREFIX in line or MAPPER_WORD in line for line in lines[stmt.lineno - 1 : stmt.end_lineno])
 
 
 def _self_attr(stmt: ast.Assign | ast.AnnAssign) -> str:

@@ -102,8 +102,8 @@ def prefix_facts(node: ast.ClassDef, lines: list[str]) -> PrefixFacts | None:
         if fn.name == "__init__":
             init = "param" if PREFIX in names else "kwargs" if fn.args.kwarg else "none"
             takes_quant = QUANT in names
-        body = fn.body if _names_one(fn, lines) else []  # most methods name neither: one test spares a test a statement
-        nodes = [n for stmt in body if _names_one(stmt, lines) for n in walk(stmt)]
+        body = fn.body if names_any(fn, lines, NAMED) else []  # most methods name neither: one test spares a test a statement
+        nodes = [n for stmt in body if names_any(stmt, lines, NAMED) for n in walk(stmt)]
         assigned = _assigned(nodes)
         rebound = _rebound(fn, nodes)
         for call in nodes:
@@ -149,10 +149,14 @@ def _may_matter(call: ast.Call) -> bool:
     )
 
 
-def _names_one(stmt: ast.stmt, lines: list[str]) -> bool:
-    """Whether a statement's (or a method's) text names `quant_config` or `prefix` (a text test
-    that spares its walk)."""
-    return any(QUANT in line or PREFIX in line for line in lines[stmt.lineno - 1 : stmt.end_lineno])
+def names_any(stmt: ast.stmt, lines: list[str], words: tuple[str, ...]) -> bool:
+    """Whether a statement's (or a method's) text holds one of `words` (a text test that spares
+    its walk)."""
+    return any(word in line for line in lines[stmt.lineno - 1 : stmt.end_lineno] for word in words)
+
+
+NAMED = (QUANT, PREFIX)
+"""The words of a statement a prefix fact can be read from."""
 
 
 def _assigned(nodes: list[ast.AST]) -> dict[int, str]:
