@@ -342,13 +342,14 @@ def _outside(session: Session) -> list[tuple[Path, bytes]]:
         except OSError:
             continue
         for path in paths:
-            if str(path) in targets or _module_of(path, root) in modules:
+            if str(path) in targets:
                 continue
             try:
                 data = path.read_bytes()
             except OSError:
                 continue
-            if relevant(data):
+            # the byte search first: it leaves out most files, and a module's name resolves its path
+            if relevant(data) and _module_of(path, root) not in modules:
                 out.append((path, data))
     return out
 
