@@ -12,7 +12,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
-from . import entries, rules, unverified
+from . import entries, rules, unverified, workers
 from . import registry as registry_module
 from .cache import FactsCache, default_folder
 from .config import Options
@@ -61,9 +61,7 @@ class Session:
     subjects: list[ClassRef] = field(default_factory=list)
     resolver: Resolver | None = None
     pooled: bool = False
-    """Whether worker processes parsed the sources. Only then may the rules run in two processes:
-    a forked child counts this process's memory a second time, which stays below the peak the
-    workers set, but would set a new one in a run without them (a warm cache, a few files)."""
+    """Whether worker processes parsed the sources."""
 
 
 def _few_collections(run: Callable[P, R]) -> Callable[P, R]:
@@ -477,7 +475,7 @@ def evaluate(session: Session) -> tuple[list[Finding], list[Finding]]:
     wanted = [m for m in rules.MODULES if session.options.wants(m.RULE.code)]
     session.entries, session.subjects, session.resolver = found, subjects, ctx.resolver
     first = [m for m in wanted if not m.RULE.checks_suppressions]
-    findings = _check(ctx, first, session.options.jobs if session.pooled else 1)
+    findings = _check(ctx, first, session.options.jobs if _shared(session) else 1)
     names = {name for m in session.targets for name in m.classes}
     findings = [f for f in findings if _concerns_targets(f, ctx.targets, names)]
     known = {m.RULE.code for m in rules.MODULES}
@@ -488,6 +486,14 @@ def evaluate(session: Session) -> tuple[list[Finding], list[Finding]]:
     notes = sorted((f for f in findings if f.note), key=lambda f: f.sort_key)
     real = sorted((f for f in findings if not f.note), key=lambda f: f.sort_key)
     return real, notes
+
+
+def _shared(session: Session) -> bool:
+    """Whether the rules may run in two processes: where workers parsed the sources, or where as
+    many files are checked as would start them (a tree on a warm cache). A forked child counts
+    this process's memory a second time: below the peak the workers set, and on a warm tree
+    about the peak of a cold run, but for a few files the fork would cost more than it saves."""
+    return session.pooled or len(session.targets) >= workers.PARALLEL_THRESHOLD
 
 
 def _adopt_registered(session: Session, found: Entries) -> bool:

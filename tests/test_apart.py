@@ -1,5 +1,5 @@
 """The rules that do not trace run in a forked child beside the others (`engine._check`) once
-workers parsed the sources: the same findings as in one process, the classes the child completed
+workers parsed the sources, or a tree's facts came from the cache: the same findings as in one process, the classes the child completed
 cached too, and the child's work done here whenever it cannot give it."""
 
 from __future__ import annotations
@@ -145,13 +145,29 @@ def test_this_process_takes_the_rules_a_late_child_has_not_reached(monkeypatch: 
     assert sorted(taken_here) == list(range(len(untraced)))
 
 
-def test_no_child_without_workers(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Without workers (few files to parse, a warm cache) the rules run here: a child would
-    count this process's memory twice, above any peak of the run."""
+def test_no_child_for_a_few_files(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fewer files than would start the workers: the rules run here, where a fork would cost
+    more than it saves."""
     monkeypatch.setattr(workers, "PARALLEL_THRESHOLD", 10**6)  # however many fixtures there are
     started = _spied(monkeypatch)
     engine.check([FIXTURES], Options(jobs=2, cache=False))
     assert started == [None]
+
+
+@two_cpus
+def test_a_tree_on_a_warm_cache_runs_its_rules_in_a_child_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every file's facts cached, no worker starts; as many files as would start them still
+    share the rules with a child, with the findings of one process."""
+    monkeypatch.setattr(workers, "PARALLEL_THRESHOLD", 2)
+    alone = engine.check([FIXTURES], Options(jobs=1))  # parsed here, and cached
+    pooled: list[bool] = []
+    evaluate = engine.evaluate
+    monkeypatch.setattr(engine, "evaluate", lambda session: pooled.append(session.pooled) or evaluate(session))
+    started = _spied(monkeypatch)
+    warm = engine.check([FIXTURES], Options(jobs=2))
+    assert pooled == [False]
+    assert len(started) == 1 and started[0] is not None
+    assert _seen(warm) == _seen(alone)
 
 
 @two_cpus
