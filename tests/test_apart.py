@@ -146,9 +146,10 @@ def test_this_process_takes_the_rules_a_late_child_has_not_reached(monkeypatch: 
 
 
 def test_no_child_for_a_few_files(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Fewer files than would start the workers: the rules run here, where a fork would cost
-    more than it saves."""
+    """Fewer files than would start the workers or make a tree: the rules run here, where a
+    fork would cost more than it saves."""
     monkeypatch.setattr(workers, "PARALLEL_THRESHOLD", 10**6)  # however many fixtures there are
+    monkeypatch.setattr(engine, "SHARED_TARGETS", 10**6)
     started = _spied(monkeypatch)
     engine.check([FIXTURES], Options(jobs=2, cache=False))
     assert started == [None]
@@ -156,9 +157,9 @@ def test_no_child_for_a_few_files(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @two_cpus
 def test_a_tree_on_a_warm_cache_runs_its_rules_in_a_child_too(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every file's facts cached, no worker starts; as many files as would start them still
-    share the rules with a child, with the findings of one process."""
-    monkeypatch.setattr(workers, "PARALLEL_THRESHOLD", 2)
+    """Every file's facts cached, no worker starts; a tree's files still share the rules with a
+    child, with the findings of one process."""
+    monkeypatch.setattr(engine, "SHARED_TARGETS", 2)
     alone = engine.check([FIXTURES], Options(jobs=1))  # parsed here, and cached
     pooled: list[bool] = []
     evaluate = engine.evaluate
