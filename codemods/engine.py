@@ -38,7 +38,7 @@ MAX_ROUNDS = 10
 SHARED_TARGETS = 200
 """Targets from which a run on a warm cache shares its rules with a child. Measured warm, on 2
 CPUs: vLLM 0.21.0's tree (303 targets) 16% faster, 0.33.0's models folder (266) 6%; 84 or 125
-targets no faster, for 15-40% more CPU time (the two processes load some modules both)."""
+targets no faster, for 15-40% more CPU time (both processes load some of the same modules)."""
 
 
 @dataclass

@@ -1,6 +1,7 @@
 """The rules that do not trace run in a forked child beside the others (`engine._check`) once
-workers parsed the sources, or a tree's facts came from the cache: the same findings as in one process, the classes the child completed
-cached too, and the child's work done here whenever it cannot give it."""
+workers parsed the sources, or once a tree's facts came from the cache: the same findings as in
+one process, the classes the child completed cached too, and the child's work done here whenever
+it cannot give it."""
 
 from __future__ import annotations
 
@@ -161,12 +162,13 @@ def test_a_tree_on_a_warm_cache_runs_its_rules_in_a_child_too(monkeypatch: pytes
     child, with the findings of one process."""
     monkeypatch.setattr(engine, "SHARED_TARGETS", 2)
     alone = engine.check([FIXTURES], Options(jobs=1))  # parsed here, and cached
-    pooled: list[bool] = []
+    parsed_by_workers: list[bool] = []
     evaluate = engine.evaluate
-    monkeypatch.setattr(engine, "evaluate", lambda session: pooled.append(session.pooled) or evaluate(session))
+    monkeypatch.setattr(engine, "evaluate",
+                        lambda session: parsed_by_workers.append(session.pooled) or evaluate(session))
     started = _spied(monkeypatch)
     warm = engine.check([FIXTURES], Options(jobs=2))
-    assert pooled == [False]
+    assert parsed_by_workers == [False]
     assert len(started) == 1 and started[0] is not None
     assert _seen(warm) == _seen(alone)
 
