@@ -13,6 +13,8 @@ PREFIX = "prefix"
 QUANT = "quant_config"
 QUANT_GIVEN = "quant_config="
 """In a class's text: it hands a `quant_config` on by name (or defaults its own)."""
+NAMED = (QUANT, PREFIX)
+"""The words of a statement a prefix fact can be read from."""
 
 
 @dataclass(frozen=True)
@@ -153,10 +155,6 @@ def names_any(stmt: ast.stmt, lines: list[str], words: tuple[str, ...]) -> bool:
     """Whether a statement's (or a method's) text holds one of `words` (a text test that spares
     its walk)."""
     return any(word in line for line in lines[stmt.lineno - 1 : stmt.end_lineno] for word in words)
-
-
-NAMED = (QUANT, PREFIX)
-"""The words of a statement a prefix fact can be read from."""
 
 
 def _assigned(nodes: list[ast.AST]) -> dict[int, str]:
