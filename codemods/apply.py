@@ -225,19 +225,31 @@ def verify_syntax(result: Rewrite, path: Path) -> None:
 
 def verify_scope(result: Rewrite) -> None:
     """Every changed line lies in an edited span; a changed line ends as the lines it replaces
-    or as most lines of the file do."""
+    or as most lines of the file do. Any one diff that shows this proves it: the quick one is
+    tried first, and `linediff.opcodes`, which says what is wrong where neither shows it."""
     old = result.before.splitlines(keepends=True)
     new = result.after.splitlines(keepends=True)
     newline = roundtrip.newline(result.before)
-    for tag, i1, i2, j1, j2 in linediff.opcodes(old, new):
+    problem = _out_of_scope(result, old, new, newline, linediff.anchored(old, new))
+    if problem:
+        problem = _out_of_scope(result, old, new, newline, linediff.opcodes(old, new))
+    if problem:
+        raise FixError(problem)
+
+
+def _out_of_scope(result: Rewrite, old: list[bytes], new: list[bytes], newline: bytes,
+                  opcodes: Sequence[linediff.Opcode]) -> str:
+    """What `opcodes` (from `old` to `new`) show the rewrite changing that it must not ("": nothing)."""
+    for tag, i1, i2, j1, j2 in opcodes:
         if tag == "equal":
             continue
         only_imports = tag == "insert" and all(line.lstrip().startswith((b"from ", b"import ")) for line in new[j1:j2])
         if not (_inside(result.spans, i1, i2, old) or only_imports):
-            raise FixError(f"the fix changed lines {i1 + 1}-{i2} outside the code it meant to edit")
+            return f"the fix changed lines {i1 + 1}-{i2} outside the code it meant to edit"
         kept = {newline, b"", *(roundtrip.ending(line) for line in old[i1:i2])}
         if any(roundtrip.ending(line) not in kept for line in new[j1:j2]):
-            raise FixError("the fix would change the file's line endings")
+            return "the fix would change the file's line endings"
+    return ""
 
 
 def _inside(spans: Sequence[tuple[int, int]], first: int, last: int, old: Sequence[bytes | str]) -> bool:

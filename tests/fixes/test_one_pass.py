@@ -77,3 +77,13 @@ def test_a_hundred_edits_take_one_pass(monkeypatch: pytest.MonkeyPatch) -> None:
     result = apply.rewrite(source, edits)
     assert result.after.count(b"self.model.make_empty_intermediate_tensors") == 100
     assert wrapped == [3] * 100  # each method under its class's line, once
+
+
+def test_the_scope_holds_where_one_diff_shows_every_change_inside_the_edits() -> None:
+    """Issue 39: the quick diff (the common head and tail, then anchors) is tried first, and
+    difflib's only where it shows a change outside. Here the two place one insertion differently:
+    difflib before line 1 (outside the edit's line 2), the quick diff before line 2 (inside)."""
+    result = apply.Rewrite(b"x\ny\n", b"x\nz\nx\ny\n", spans=((2, 2),))
+    apply.verify_scope(result)
+    with pytest.raises(apply.FixError, match="changed lines 1-1 outside"):
+        apply.verify_scope(apply.Rewrite(b"x\ny\n", b"w\ny\nz\n", spans=((2, 2),)))
