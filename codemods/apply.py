@@ -102,7 +102,7 @@ def _rewrite(source: bytes, module: cst.Module, edits: Sequence[Edit]) -> Rewrit
 def _in_pieces(source: bytes, edits: Sequence[Edit], tree: ast.Module | None) -> Rewrite | None:
     """The rewrite made piece by piece, or None where the file cannot be cut or a piece fails."""
     try:
-        found = pieces.cut(source, tree or ast.parse(source), edits)
+        found = pieces.cut(source, tree or ast.parse(source), edits, lambda edit: TRANSFORMERS[type(edit)].local)
         return None if found is None else _rewrite_pieces(source, found)
     except Exception:  # the whole file is rewritten instead, and reports its own error
         return None

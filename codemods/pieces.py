@@ -15,7 +15,7 @@ import dataclasses
 import io
 import os
 import tokenize
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .edits import Edit
@@ -92,11 +92,14 @@ class Cut:
         return line + moved
 
 
-def cut(source: bytes, tree: ast.Module, edits: Sequence[Edit]) -> Cut | None:
+def cut(source: bytes, tree: ast.Module, edits: Sequence[Edit], local: Callable[[Edit], bool] = lambda edit: False
+        ) -> Cut | None:
     """`source` cut around `edits`; None where an edit lies outside every top-level class and
     function, or the file's layout could read differently in pieces (a BOM or a coding cookie,
     mixed or missing line ends, form feeds). A backslash continuation reads the same: no
-    top-level class or function can follow one, so each lies whole in a piece or the outline."""
+    top-level class or function can follow one, so each lies whole in a piece or the outline.
+    `local` says of an edit that its transformer finds what it rewrites by position inside one
+    statement: a piece whose every edit is local is that statement alone (`_narrowed`)."""
     lines = source.splitlines(keepends=True)
     if not lines or _unusual(source, lines):
         return None
@@ -132,31 +135,93 @@ def cut(source: bytes, tree: ast.Module, edits: Sequence[Edit]) -> Cut | None:
             continue
         if any(not first <= n <= last for e in mine for n in _lines(e)):
             return None
-        pieces += _methods(stmt, lines, mine, end) or [_piece(first, last, b"", lines, mine)]
+        pieces += _methods(stmt, lines, mine, end, local) or [_piece(first, last, b"", lines, mine)]
     if taken < len(pending):
         return None
     outline += lines[at - 1:]
     return Cut(b"".join(outline), tuple(pieces), tuple(folds), marker)
 
 
-def _methods(stmt: ast.stmt, lines: list[bytes], edits: list[Edit], end: bytes) -> list[Piece]:
-    """The pieces of a class whose every edit lies in one of its methods: those methods (none
-    where an edit lies elsewhere, in the class's own body or a nested class)."""
+def _methods(stmt: ast.stmt, lines: list[bytes], edits: list[Edit], end: bytes,
+             local: Callable[[Edit], bool]) -> list[Piece]:
+    """The pieces of a class whose every edit lies in one of its methods, or in a statement of
+    its body whose edits are all local: those methods (or the statements in them, `_narrowed`)
+    and those statements (none where an edit lies elsewhere, in a nested class, say)."""
     if not isinstance(stmt, ast.ClassDef):
         return []
     head = b"class " + stmt.name.encode() + b":" + end
     found = []
     left = list(edits)
     for inner in stmt.body:
-        if not isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            continue
-        first = min([inner.lineno, *(d.lineno for d in inner.decorator_list)])
-        last = inner.end_lineno or inner.lineno
+        method = isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef))
+        first, last = _span(inner)
         mine = [e for e in left if all(first <= n <= last for n in _lines(e))]
-        if mine:
-            found.append(_piece(first, last, head, lines, mine))
-            left = [e for e in left if e not in mine]
+        if not mine or not method and not all(local(e) for e in mine):
+            continue
+        narrowed = _narrowed(inner, lines, mine, head, end) if all(local(e) for e in mine) else None
+        found.append(narrowed or _piece(first, last, head, lines, mine))
+        left = [e for e in left if e not in mine]
     return [] if left else found
+
+
+def _narrowed(stmt: ast.stmt, lines: list[bytes], edits: list[Edit], head: bytes, end: bytes) -> Piece | None:
+    """The innermost statement in `stmt` (a statement of a class's body) that holds every line
+    of `edits`, under `head` and a stand-in `if _:` line at the indent of each block around it,
+    so that libcst reads it alone at its own indent (a method's 60 lines for one `prefix=`
+    made libcst most of `fix`'s time). None where that is `stmt` itself, or where the
+    statement shares a line with other code (`x = 1; y = f()`, `if a: y = f()`, `elif`)."""
+    wanted = [n for e in edits for n in _lines(e)]
+    around: list[ast.stmt] = []
+    node = stmt
+    while True:
+        inside = [s for block in _blocks(node) for s in block if _holds(s, wanted)]
+        if len(inside) != 1:
+            break
+        around.append(node)
+        node = inside[0]
+    if node is stmt:
+        return None
+    first, last = _span(node)
+    start = lines[first - 1]
+    indent = start[:len(start) - len(start.lstrip(b" \t"))]
+    if (start[len(indent):].startswith(b"elif") or _col(node, first) != len(indent)
+            or lines[last - 1][node.end_col_offset or 0:].strip(b" \t\r\n")[:1] not in (b"", b"#")):
+        return None
+    stand_ins = head
+    deepest = b""
+    for outer in around:
+        text = lines[outer.lineno - 1]
+        level = text[:len(text) - len(text.lstrip(b" \t"))]
+        if len(level) > len(deepest):
+            stand_ins += level + b"if _:" + end
+            deepest = level
+    if not (len(indent) > len(deepest) and indent.startswith(deepest)):
+        return None
+    return _piece(first, last, stand_ins, lines, edits)
+
+
+def _blocks(node: ast.stmt) -> list[list[ast.stmt]]:
+    """The statement lists of a compound statement."""
+    found = [getattr(node, name) for name in ("body", "orelse", "finalbody") if isinstance(getattr(node, name, None), list)]
+    found += [h.body for h in getattr(node, "handlers", ())]
+    found += [c.body for c in getattr(node, "cases", ())]
+    return found
+
+
+def _holds(node: ast.stmt, wanted: list[int]) -> bool:
+    first, last = _span(node)
+    return all(first <= n <= last for n in wanted)
+
+
+def _span(node: ast.stmt) -> tuple[int, int]:
+    """A statement's first line (its decorators') and last line."""
+    return min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))]), node.end_lineno or node.lineno
+
+
+def _col(node: ast.stmt, line: int) -> int:
+    """Where `node` starts on its first line (`line`): its first decorator's `@` for a decorated one."""
+    decorators = getattr(node, "decorator_list", ())
+    return decorators[0].col_offset - 1 if decorators and line < node.lineno else node.col_offset
 
 
 def _piece(first: int, last: int, head: bytes, lines: list[bytes], edits: list[Edit]) -> Piece:

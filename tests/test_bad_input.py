@@ -495,10 +495,26 @@ def test_fixtures_are_fixed_alike_in_layouts_libcst_drops(fixture: str, tmp_path
 
 
 def test_layout_libcst_cannot_keep_is_refused_with_the_reason(repo: Path) -> None:
-    """libcst drops a blank line continued with a backslash: the file is left as it is."""
+    """libcst drops a blank line continued with a backslash: where it lies in what libcst reads
+    (the method, as the factory's statement shares its line with another), the file is left as
+    it is."""
+    source = violating("Cont").replace("        super().__init__()\n        self.", "        super().__init__(); self.").replace(
+        "config.hidden_size\n        )\n", "config.hidden_size\n        )\n        \\\n        self.ready = True\n"
+    )
+    put(repo, "continued.py", source.encode())
+    fix_and_check(repo, "continued.py", "libcst cannot print line 13 back byte for byte (a backslash continuation)")
+
+
+def test_layout_libcst_cannot_keep_outside_the_statement_it_reads_is_kept_as_it_is(repo: Path) -> None:
+    """Issue 39: libcst reads the statement a local edit lies in, not the method around it; the
+    blank line continued with a backslash above that statement stays as it was."""
     source = violating("Cont").replace("        super().__init__()\n", "        super().__init__()\n        \\\n")
     put(repo, "continued.py", source.encode())
-    fix_and_check(repo, "continued.py", "libcst cannot print line 11 back byte for byte (a backslash continuation)")
+    report = engine.fix([repo], Options())
+    assert not report.errors, report.errors
+    assert (repo / MODELS / "continued.py").read_text() == source.replace(
+        '["hidden_states"], config', '["hidden_states", "residual"], config'
+    )
 
 
 def test_fix_that_would_mix_line_endings_is_refused(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ from .. import edits
 
 class KeyGuard(EditTransformer[edits.KeyGuard]):
     edit = edits.KeyGuard
+    local = True
 
     def leave_If(self, original: cst.If, updated: cst.If) -> cst.If:
         start = self.get_metadata(PositionProvider, original).start

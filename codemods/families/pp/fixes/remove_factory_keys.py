@@ -11,6 +11,7 @@ from .. import edits
 
 class RemoveFactoryKeys(LiteralTransformer[edits.RemoveFactoryKeys]):
     edit = edits.RemoveFactoryKeys
+    local = True
 
     def leave_List(self, original: cst.List, updated: cst.List) -> cst.BaseExpression:
         return self._remove(original, updated)
