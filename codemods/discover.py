@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import hashlib
 import io
 import mmap
 import os
@@ -32,6 +33,11 @@ SHARED = b"ntermediate"
 LOADS = (b"def load_weights", b"named_parameters")
 """A weight loader over the parameter dict (PP008): both must occur."""
 SKIP_DIRS = {"__pycache__", ".git", ".hg", ".venv", "venv", ".tox", "node_modules", ".mypy_cache"}
+NEEDLES = hashlib.sha256(repr((
+    MARKERS, DEFINES, SKIPS_INIT, INIT_CALL, ENGINE_CONFIG, CONFIG_IMPORT.pattern, SHARED, LOADS, FILES,
+)).encode()).hexdigest()[:16]
+"""A digest of what `relevant` searches for: a memo of its answers is named by it (and by this
+module's source), so a changed search never reads an old answer."""
 MAX_SOURCE_BYTES = 8 * 2**20
 """Relevant files above this size (generated code) are skipped with an error, not parsed."""
 

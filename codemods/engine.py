@@ -12,6 +12,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
+from . import discover as discovery
 from . import entries, rules, unverified
 from . import registry as registry_module
 from .cache import FactsCache, default_folder
@@ -348,13 +349,16 @@ def _dependents(session: Session, rewrites: dict) -> list[ModuleFacts]:
 
 def _outside(session: Session) -> list[tuple[Path, bytes]]:
     """The files under the import roots, not among the targets, that can hold a class under
-    contract (the same byte search as discovery; a file that search left out in this run is not
-    read again: a fix of a whole tree reads nothing here). A file of the same dotted module as a target is
-    left out: the target stands in for it (a copy checked outside its tree, as the smoke's replay
-    of a fix does), and two modules of one name would shadow each other in the index."""
+    contract: the same byte search as discovery, not made again on a file that search left out
+    in this run (a fix of a whole tree reads nothing here), nor on one whose stat is unchanged
+    since a run made it (the answer is kept in the cache's memo). A file of the same dotted module
+    as a target is left out: the target stands in for it (a copy checked outside its tree, as the
+    smoke's replay of a fix does), and two modules of one name would shadow each other in the
+    index."""
     targets = {m.path for m in session.targets}
     modules = {m.module for m in session.targets}
     unrelated = {os.path.abspath(path) for path in session.unrelated}
+    known: Memo[bool] = Memo(session.index.cache.folder, f"contract-files-{discovery.NEEDLES}", discovery.__file__)
     out = []
     for root in session.index.roots:
         try:
@@ -364,14 +368,25 @@ def _outside(session: Session) -> list[tuple[Path, bytes]]:
         for path in paths:
             if str(path) in targets or os.path.abspath(path) in unrelated:
                 continue
+            held: list[bytes] = []
             try:
-                data = path.read_bytes()
+                # the byte search, kept by the file's stat: `fix` of one file in vLLM's tree read
+                # its 3,000 files again on each run for the 300 that can hold a class under contract
+                if not known.get(path, relevant, functools.partial(_held, held)):
+                    continue
+                data = held[0] if held else path.read_bytes()
             except OSError:
                 continue
-            # the byte search first: it leaves out most files, and a module's name resolves its path
-            if relevant(data) and _module_of(path, root) not in modules:
+            if _module_of(path, root) not in modules:  # after the search: it resolves the path
                 out.append((path, data))
+    known.flush()
     return out
+
+
+def _held(held: list[bytes], path: Path) -> bytes:
+    """`path`'s bytes, kept in `held` too (the memo reads a file it holds no answer for)."""
+    held.append(path.read_bytes())
+    return held[0]
 
 
 def _module_of(path: Path, root: Path) -> str | None:

@@ -293,6 +293,30 @@ def test_the_re_check_reads_no_file_again_that_the_run_found_unrelated(tmp_path:
     assert report.fixed and not report.errors
     assert "other.py" in read and "plain.py" not in read
 
+def test_a_fix_of_one_file_searches_the_files_beside_it_once_while_they_are_unchanged(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 39: `fix` of one file searched every file under its tree for dependents on each run
+    (3,000 files of vLLM); the answer is kept by each file's stat, so a second run reads only
+    those that can hold a class under contract, and a file changed since is searched again."""
+    models = tree(tmp_path / "tree", {"m.py": HEAD + inner("M"), "plain.py": "VALUE = 1\n", "n.py": HEAD})
+    options = Options(unsafe_fixes=True)
+    monkeypatch.setenv("CONTRACTFIX_CACHE_DIR", str(tmp_path / "cache"))
+    read: list[str] = []
+    real = Path.read_bytes
+    monkeypatch.setattr(Path, "read_bytes", lambda self: read.append(self.name) or real(self))
+    original = (models / "m.py").read_text()
+
+    def run() -> list[str]:
+        (models / "m.py").write_text(original)
+        read.clear()
+        assert engine.fix([models / "m.py"], options).fixed
+        return read
+
+    assert {"plain.py", "n.py"} <= set(run())
+    assert "plain.py" not in run() and "n.py" in run(), "n.py can hold a class under contract: read for its bytes"
+    (models / "plain.py").write_text("VALUE = 2\n")
+    assert "plain.py" in run()
+
 def test_a_copy_checked_outside_its_tree_stands_in_for_its_module(tmp_path: Path) -> None:
     """The smoke's replay fixes a copy of a file outside its tree, with the tree on the path: the
     tree's own file of that module is not a second module beside the copy (the two shadowed each
