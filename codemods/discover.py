@@ -19,6 +19,7 @@ from pathlib import Path
 from .config import Glob
 from .families import FILES
 from .findings import FileError
+from .memo import Memo
 from .vllm_names import PARAM, PP_INTERFACE, PRODUCER, TENSORS_CLASS
 
 MARKERS = (PARAM.encode(), TENSORS_CLASS.encode(), PP_INTERFACE.encode())
@@ -172,13 +173,39 @@ def _physical(file: Path) -> str:
     return os.path.join(os.path.realpath(os.path.dirname(absolute)), os.path.basename(absolute))
 
 
-def read_source(path: Path) -> bytes | None:
+def contract_files(folder: Path | None) -> Memo[bool]:
+    """Whether each file can take part in the contract (`relevant`), kept by its stat between
+    runs in the cache `folder` (None: for this run only)."""
+    return Memo(folder, f"contract-files-{NEEDLES}", __file__)
+
+
+def read_source(path: Path, known: Memo[bool] | None = None) -> bytes | None:
     """The bytes of a file that can take part in the contract; None for one that cannot.
 
     Raises OSError, with a message fit for a report, for what is not a readable regular file
     (broken link, link loop, FIFO, device) and for a relevant file over `MAX_SOURCE_BYTES`.
     Opens without blocking, so a path swapped for a FIFO after discovery cannot hang the run.
+    `known` (`contract_files`) answers for a file whose stat is unchanged since it was read: a
+    file that cannot take part is then not read again (most of a vLLM tree, 80 ms of a warm
+    check of 0.21.0's 1,781 files).
     """
+    if known is None or os.path.abspath(path) in _SUBSTITUTES:
+        return _read_source(path)
+    held: list[bytes | None] = []
+    try:
+        if not known.get(path, lambda data: data is not None, lambda p: _held(held, _read_source(p))):
+            return None
+    except OSError:
+        return _read_source(path)  # raises it again, as read without the memo (a broken link, say)
+    return held[0] if held else _read_source(path)
+
+
+def _held(held: list[bytes | None], data: bytes | None) -> bytes | None:
+    held.append(data)
+    return data
+
+
+def _read_source(path: Path) -> bytes | None:
     given = _SUBSTITUTES.get(os.path.abspath(path))
     if given is not None:
         if not relevant(given):

@@ -12,12 +12,11 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
-from . import discover as discovery
 from . import entries, rules, unverified
 from . import registry as registry_module
 from .cache import FactsCache, default_folder
 from .config import Options
-from .discover import discover, read_regular, read_source, relevant
+from .discover import contract_files, discover, read_regular, read_source, relevant
 from .entries import Entries, fork_registry
 from .extra import extra_roots
 from .facts import ModuleFacts
@@ -58,6 +57,8 @@ class Session:
     """Files under the roots, not targets, that can hold a class under contract (read on the first re-check)."""
     unrelated: list[Path] = field(default_factory=list)
     """The discovered files the byte search left out: the first re-check need not read them again."""
+    known: Memo[bool] | None = None
+    """The byte search's answers, kept by each file's stat (`discover.contract_files`)."""
     paths: list[Path] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)
     """Every discovered file (a plugin's registrations live in files with no contract of their own)."""
@@ -358,7 +359,7 @@ def _outside(session: Session) -> list[tuple[Path, bytes]]:
     targets = {m.path for m in session.targets}
     modules = {m.module for m in session.targets}
     unrelated = {os.path.abspath(path) for path in session.unrelated}
-    known: Memo[bool] = Memo(session.index.cache.folder, f"contract-files-{discovery.NEEDLES}", discovery.__file__)
+    known = session.known or contract_files(session.index.cache.folder)
     out = []
     for root in session.index.roots:
         try:
@@ -407,11 +408,12 @@ def analyze(paths: list[Path], options: Options, report: Report) -> Session:
     roots: set[Path] = set()
     folders: dict[Path, Path] = {}
     cache = FactsCache(default_folder() if options.cache else None)
+    known = contract_files(cache.folder)
     with Parser(cache, options.jobs) as parser:
         for position in _largest_first(files):
             path = files[position]
             try:
-                data = read_source(path)
+                data = read_source(path, known)
             except OSError as error:
                 unreadable.append((position, FileError(path, f"cannot read: {error.strerror or error}")))
                 continue
@@ -423,6 +425,7 @@ def analyze(paths: list[Path], options: Options, report: Report) -> Session:
                 read.append((position, path, data))
                 parser.add(path, data, name)
         report.errors.extend(error for _, error in sorted(unreadable, key=lambda found: found[0]))
+        known.flush()  # while the workers parse
         in_order = sorted(read, key=lambda found: found[0])  # the files' own order again
         sources = [(path, data) for _, path, data in in_order]
         registry = _registry(paths, options) or fork_registry(found.files)
@@ -449,7 +452,8 @@ def analyze(paths: list[Path], options: Options, report: Report) -> Session:
             targets.append(result)
     return Session(
         index, targets, registry, options, {str(p): d for p, d in sources}, registered,
-        paths=list(paths), files=list(found.files), unrelated=unrelated, context=context, pooled=parser.pool is not None,
+        paths=list(paths), files=list(found.files), unrelated=unrelated, known=known, context=context,
+        pooled=parser.pool is not None,
     )
 
 

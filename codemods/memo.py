@@ -22,6 +22,7 @@ from typing import Generic, TypeVar
 
 T = TypeVar("T")
 P = TypeVar("P", str, Path)
+R = TypeVar("R")
 Stamp = tuple[int, int, int, int]
 
 
@@ -54,7 +55,7 @@ class Memo(Generic[T]):
             self.values = {}
         return self.values
 
-    def get(self, path: P, compute: Callable[[bytes], T], read: Callable[[P], bytes]) -> T:
+    def get(self, path: P, compute: Callable[[R], T], read: Callable[[P], R]) -> T:
         """`compute(read(path))`, or the value stored for the file as it is now. Raises what
         `os.stat`, `read` and `compute` raise; nothing is stored then."""
         info = os.stat(path)
