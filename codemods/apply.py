@@ -102,7 +102,7 @@ def _rewrite(source: bytes, module: cst.Module, edits: Sequence[Edit]) -> Rewrit
 def _in_pieces(source: bytes, edits: Sequence[Edit], tree: ast.Module | None) -> Rewrite | None:
     """The rewrite made piece by piece, or None where the file cannot be cut or a piece fails."""
     try:
-        found = pieces.cut(source, tree or ast.parse(source), edits, lambda edit: TRANSFORMERS[type(edit)].local)
+        found = pieces.cut(source, tree or ast.parse(source), edits, lambda edit: TRANSFORMERS[type(edit)].reach)
         return None if found is None else _rewrite_pieces(source, found)
     except Exception:  # the whole file is rewritten instead, and reports its own error
         return None
@@ -124,9 +124,9 @@ def _rewrite_pieces(source: bytes, found: pieces.Cut) -> Rewrite | None:
             return None  # libcst would lay new code out otherwise alone than in the whole file
         module, parts = _transform(module, piece.edits, outline)
         text = module.bytes
-        if not text.startswith(piece.head):
+        if not (text.startswith(piece.head) and text.endswith(piece.tail)):
             return None
-        rewritten[piece.first] = (piece.last, text[len(piece.head):])
+        rewritten[piece.first] = (piece.last, text[len(piece.head):len(text) - len(piece.tail)])
         back = dict(zip(piece.edits, piece.originals, strict=True))
         for part in parts:
             edit_spans.update({back[e]: [(a + piece.shift, b + piece.shift) for a, b in s] for e, s in part.spans.items()})

@@ -33,10 +33,12 @@ class Piece:
     last: int
     head: bytes
     text: bytes
-    """`head` and the lines."""
+    """`head`, the lines and `tail`."""
     edits: tuple[Edit, ...]
     """The piece's edits, their lines counted in `text`."""
     originals: tuple[Edit, ...]
+    tail: bytes = b""
+    """A stand-in body after a method's `def` lines, where the piece is those lines alone."""
 
     @property
     def shift(self) -> int:
@@ -92,14 +94,15 @@ class Cut:
         return line + moved
 
 
-def cut(source: bytes, tree: ast.Module, edits: Sequence[Edit], local: Callable[[Edit], bool] = lambda edit: False
+def cut(source: bytes, tree: ast.Module, edits: Sequence[Edit], reach: Callable[[Edit], str] = lambda edit: "method"
         ) -> Cut | None:
     """`source` cut around `edits`; None where an edit lies outside every top-level class and
     function, or the file's layout could read differently in pieces (a BOM or a coding cookie,
     mixed or missing line ends, form feeds). A backslash continuation reads the same: no
     top-level class or function can follow one, so each lies whole in a piece or the outline.
-    `local` says of an edit that its transformer finds what it rewrites by position inside one
-    statement: a piece whose every edit is local is that statement alone (`_narrowed`)."""
+    `reach` says what of its method an edit's transformer reads (`EditTransformer.reach`): a
+    piece whose every edit reads one statement is that statement alone (`_narrowed`), one whose
+    every edit reads a method's `def` lines is those lines alone (`_header`)."""
     lines = source.splitlines(keepends=True)
     if not lines or _unusual(source, lines):
         return None
@@ -135,7 +138,7 @@ def cut(source: bytes, tree: ast.Module, edits: Sequence[Edit], local: Callable[
             continue
         if any(not first <= n <= last for e in mine for n in _lines(e)):
             return None
-        pieces += _methods(stmt, lines, mine, end, local) or [_piece(first, last, b"", lines, mine)]
+        pieces += _methods(stmt, lines, mine, end, reach) or [_piece(first, last, b"", lines, mine)]
     if taken < len(pending):
         return None
     outline += lines[at - 1:]
@@ -143,10 +146,11 @@ def cut(source: bytes, tree: ast.Module, edits: Sequence[Edit], local: Callable[
 
 
 def _methods(stmt: ast.stmt, lines: list[bytes], edits: list[Edit], end: bytes,
-             local: Callable[[Edit], bool]) -> list[Piece]:
+             reach: Callable[[Edit], str]) -> list[Piece]:
     """The pieces of a class whose every edit lies in one of its methods, or in a statement of
-    its body whose edits are all local: those methods (or the statements in them, `_narrowed`)
-    and those statements (none where an edit lies elsewhere, in a nested class, say)."""
+    its body whose edits each read one statement: those methods (or the statements or `def`
+    lines in them that their edits read) and those statements (none where an edit lies
+    elsewhere, in a nested class, say)."""
     if not isinstance(stmt, ast.ClassDef):
         return []
     head = b"class " + stmt.name.encode() + b":" + end
@@ -156,12 +160,36 @@ def _methods(stmt: ast.stmt, lines: list[bytes], edits: list[Edit], end: bytes,
         method = isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef))
         first, last = _span(inner)
         mine = [e for e in left if all(first <= n <= last for n in _lines(e))]
-        if not mine or not method and not all(local(e) for e in mine):
+        reaches = {reach(e) for e in mine}
+        if not mine or not method and reaches != {"statement"}:
             continue
-        narrowed = _narrowed(inner, lines, mine, head, end) if all(local(e) for e in mine) else None
+        narrowed = (
+            _narrowed(inner, lines, mine, head, end) if reaches == {"statement"}
+            else _header(inner, lines, mine, head, end) if reaches == {"header"} and method
+            else None
+        )
         found.append(narrowed or _piece(first, last, head, lines, mine))
         left = [e for e in left if e not in mine]
     return [] if left else found
+
+
+def _header(method: ast.stmt, lines: list[bytes], edits: list[Edit], head: bytes, end: bytes) -> Piece | None:
+    """A method's decorators and `def` lines under `head`, with `pass` standing in for its body
+    (`Piece.tail`), where every edit lies in those lines; None where the body starts on the
+    `def`'s last line or a comment follows its colon."""
+    body = method.body[0]  # type: ignore[attr-defined]
+    start, _ = _span(body)
+    last = start - 1
+    while last >= method.lineno and lines[last - 1].strip(b" \t\r\n")[:1] in (b"", b"#"):
+        last -= 1  # the blank and comment lines above the body are the body's
+    first, _ = _span(method)
+    if last < method.lineno or not lines[last - 1].rstrip(b" \t\r\n").endswith(b":"):
+        return None
+    if any(not first <= n <= last for e in edits for n in _lines(e)):
+        return None
+    text = lines[start - 1]
+    indent = text[:len(text) - len(text.lstrip(b" \t"))]
+    return _piece(first, last, head, lines, edits, indent + b"pass" + end)
 
 
 def _narrowed(stmt: ast.stmt, lines: list[bytes], edits: list[Edit], head: bytes, end: bytes) -> Piece | None:
@@ -224,8 +252,8 @@ def _col(node: ast.stmt, line: int) -> int:
     return decorators[0].col_offset - 1 if decorators and line < node.lineno else node.col_offset
 
 
-def _piece(first: int, last: int, head: bytes, lines: list[bytes], edits: list[Edit]) -> Piece:
-    piece = Piece(first, last, head, head + b"".join(lines[first - 1:last]), (), tuple(edits))
+def _piece(first: int, last: int, head: bytes, lines: list[bytes], edits: list[Edit], tail: bytes = b"") -> Piece:
+    piece = Piece(first, last, head, head + b"".join(lines[first - 1:last]) + tail, (), tuple(edits), tail)
     return dataclasses.replace(piece, edits=tuple(_moved(e, piece.shift) for e in edits))
 
 

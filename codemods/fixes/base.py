@@ -21,10 +21,10 @@ class EditTransformer(cst.CSTTransformer, Generic[E]):
 
     METADATA_DEPENDENCIES = (PositionProvider,)
     edit: ClassVar[type[Edit]] = Edit
-    local: ClassVar[bool] = False
-    """Whether the kind finds what it rewrites by position alone, inside the statement that holds
-    the edit's lines, and reads nothing around it: libcst then reads that statement alone (a
-    kind that reads its class, its method or the statements beside it never says so)."""
+    reach: ClassVar[str] = "method"
+    """What of a method holding the edit the kind reads (libcst reads no more, `pieces`): the
+    whole "method"; the "statement" that holds the edit's lines, for a kind that finds what it
+    rewrites there by position alone; or the `def` lines ("header": its name and parameters)."""
 
     def __init__(self, edits: Sequence[E]) -> None:
         super().__init__()

@@ -120,3 +120,32 @@ def test_a_local_edit_is_read_alone_and_written_as_in_the_whole_file(shape: str,
     assert_codemod(before, after, edit)
     alone = shape not in ("after a semicolon", "on a one-line if")
     assert (max(wrapped[:1]) < 10) == alone, wrapped
+
+
+HEADERS = {
+    "decorated, a comment above the body": (
+        "    @torch.inference_mode()\n    def forward(\n        self,\n        input_ids,\n"
+        "        intermediate_tensors: IntermediateTensors,\n    ) -> torch.Tensor:\n        # the body\n"
+    ),
+    "a docstring first": "    def forward(self, input_ids, intermediate_tensors):\n        \"\"\"Run.\"\"\"\n",
+    "a comment after the colon": "    def forward(self, input_ids, intermediate_tensors):  # the entry\n",
+}
+
+
+@pytest.mark.parametrize("shape", list(HEADERS))
+def test_a_parameters_edit_reads_the_def_lines_alone(shape: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 39: `= None` for `intermediate_tensors` reads only the method's `def` lines, under
+    a stand-in body (134 forwards of 20 lines each where a violation was put in each model of
+    vLLM 0.33.0); the result is the whole file's. A comment after the colon keeps the method."""
+    wrapped: list[int] = []
+    real = apply.cst.MetadataWrapper
+    monkeypatch.setattr(apply.cst, "MetadataWrapper", lambda module, *a, **k: wrapped.append(
+        len(module.code.splitlines())) or real(module, *a, **k))
+    body = "".join(f"        step_{i}()\n" for i in range(40))
+    before = "class M(nn.Module, SupportsPP):\n" + HEADERS[shape] + body
+    line = next(n for n, t in enumerate(before.splitlines(), 1) if "intermediate_tensors" in t)
+    edit = DefaultNone(path=PATH, line=line, column=0, function="forward", params=("intermediate_tensors",))
+    after = before.replace("intermediate_tensors: IntermediateTensors,", "intermediate_tensors: IntermediateTensors = None,")
+    after = after.replace("intermediate_tensors):", "intermediate_tensors=None):")
+    assert_codemod(before, after, edit)
+    assert (wrapped[0] < 12) == (shape != "a comment after the colon"), wrapped

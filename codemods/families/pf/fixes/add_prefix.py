@@ -15,7 +15,7 @@ COMMA = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
 
 class AddPrefix(EditTransformer[edits.AddPrefix]):
     edit = edits.AddPrefix
-    local = True
+    reach = "statement"
 
     def visit_Module(self, node: cst.Module) -> None:
         self.lines = node.code.split("\n")

@@ -10,7 +10,7 @@ from .. import edits
 
 class MaybePrefix(EditTransformer[edits.MaybePrefix]):
     edit = edits.MaybePrefix
-    local = True
+    reach = "statement"
 
     def leave_FormattedString(self, original: cst.FormattedString, updated: cst.FormattedString) -> cst.BaseExpression:
         position = self.get_metadata(cst.metadata.PositionProvider, original).start

@@ -13,7 +13,7 @@ from .. import edits
 
 class PackedEntry(LiteralTransformer[edits.PackedEntry]):
     edit = edits.PackedEntry
-    local = True
+    reach = "statement"
 
     def leave_Dict(self, original: cst.Dict, updated: cst.Dict) -> cst.BaseExpression:
         while (edit := self.literal_edit(original)) is not None:

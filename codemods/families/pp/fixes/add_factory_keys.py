@@ -11,7 +11,7 @@ from .. import edits
 
 class AddFactoryKeys(LiteralTransformer[edits.AddFactoryKeys]):
     edit = edits.AddFactoryKeys
-    local = True
+    reach = "statement"
 
     def leave_List(self, original: cst.List, updated: cst.List) -> cst.BaseExpression:
         return self._extend(original, updated)

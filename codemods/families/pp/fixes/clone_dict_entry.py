@@ -11,7 +11,7 @@ from .. import edits
 
 class CloneDictEntry(LiteralTransformer[edits.CloneDictEntry]):
     edit = edits.CloneDictEntry
-    local = True
+    reach = "statement"
 
     def leave_Dict(self, original: cst.Dict, updated: cst.Dict) -> cst.BaseExpression:
         edit = self.literal_edit(original)

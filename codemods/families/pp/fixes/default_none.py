@@ -10,6 +10,7 @@ from .. import edits
 
 class DefaultNone(EditTransformer[edits.DefaultNone]):
     edit = edits.DefaultNone
+    reach = "header"
 
     def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef) -> cst.FunctionDef:
         for edit in self.edits:

@@ -11,7 +11,7 @@ from .. import edits
 
 class KeyGuard(EditTransformer[edits.KeyGuard]):
     edit = edits.KeyGuard
-    local = True
+    reach = "statement"
 
     def leave_If(self, original: cst.If, updated: cst.If) -> cst.If:
         start = self.get_metadata(PositionProvider, original).start

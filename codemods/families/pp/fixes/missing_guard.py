@@ -18,7 +18,7 @@ class MissingGuard(EditTransformer[edits.MissingGuard]):
     when it has one (relative or not)."""
 
     edit = edits.MissingGuard
-    local = True
+    reach = "statement"
 
     def leave_IndentedBlock(self, original: cst.IndentedBlock, updated: cst.IndentedBlock) -> cst.IndentedBlock:
         body = list(updated.body)

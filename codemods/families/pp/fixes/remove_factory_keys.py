@@ -11,7 +11,7 @@ from .. import edits
 
 class RemoveFactoryKeys(LiteralTransformer[edits.RemoveFactoryKeys]):
     edit = edits.RemoveFactoryKeys
-    local = True
+    reach = "statement"
 
     def leave_List(self, original: cst.List, updated: cst.List) -> cst.BaseExpression:
         return self._remove(original, updated)

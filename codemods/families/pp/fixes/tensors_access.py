@@ -15,7 +15,7 @@ def _tensors(name: cst.Name) -> cst.Attribute:
 
 class TensorsAccess(EditTransformer[edits.TensorsAccess]):
     edit = edits.TensorsAccess
-    local = True
+    reach = "statement"
 
     def _edit(self, node: cst.CSTNode, kind: str):
         position = self.get_metadata(PositionProvider, node).start

@@ -14,7 +14,7 @@ WIDER = "if {group}.is_first_rank or (\n    {flag} and {group}.is_last_rank\n):\
 
 class TiedEmbedding(EditTransformer[edits.TiedEmbedding]):
     edit = edits.TiedEmbedding
-    local = True
+    reach = "statement"
 
     def leave_If(self, original: cst.If, updated: cst.If) -> cst.If:
         start = self.get_metadata(PositionProvider, original).start
