@@ -23,6 +23,9 @@ from typing import Generic, TypeVar
 T = TypeVar("T")
 P = TypeVar("P", str, Path)
 R = TypeVar("R")
+KEPT = 20_000
+"""The most values a memo keeps: past it, a write keeps only those this run used (a sweep's
+worktree moves every run, and each run would add every file of its tree)."""
 Stamp = tuple[int, int, int, int]
 
 
@@ -36,6 +39,7 @@ class Memo(Generic[T]):
         self.computed_by = computed_by
         self.file: Path | None = None
         self.values: dict[str, tuple[Stamp, T]] | None = None
+        self.used: set[str] = set()
         self.changed = False
 
     def _load(self) -> dict[str, tuple[Stamp, T]]:
@@ -62,6 +66,7 @@ class Memo(Generic[T]):
         stamp = (info.st_mtime_ns, info.st_ctime_ns, info.st_size, info.st_ino)
         key = os.fspath(path)
         values = self._load() if self.values is None else self.values
+        self.used.add(key)
         known = values.get(key)
         if known is not None and known[0] == stamp:
             return known[1]
@@ -74,6 +79,8 @@ class Memo(Generic[T]):
         """Write the memo if it changed; a folder that cannot be written is left as it is."""
         if self.file is None or self.values is None or not self.changed:
             return
+        if len(self.values) > KEPT:
+            self.values = {key: self.values[key] for key in self.used if key in self.values}
         folder = self.file.parent
         try:
             folder.mkdir(parents=True, exist_ok=True)

@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from contractfix import engine
+from contractfix import engine, memo
 from contractfix.config import Options
 from contractfix.findings import Report
 from contractfix.memo import Memo
@@ -182,3 +182,22 @@ def test_a_warm_check_of_a_tree_reads_no_file_again_that_cannot_take_part(tmp_pa
     assert "demo_base.py" in opened, "a file that takes part is read for its facts"
     plain.write_text((models / "demo_base.py").read_text().replace("DemoBase", "PlainBase"))
     assert "plain.py" in analyzed() and "plain.py" in opened
+
+
+def test_a_memo_past_its_bound_keeps_what_the_run_used(tmp_path: Path, monkeypatch) -> None:
+    """A sweep checks a worktree at a new path each run: without a bound, the memo of which files
+    can take part would grow by a whole tree each time, and be read whole by every run."""
+    monkeypatch.setattr(memo, "KEPT", 3)
+    files = []
+    for i in range(5):
+        files.append(tmp_path / f"m{i}.py")
+        files[-1].write_bytes(b"x = %d\n" % i)
+    first = Memo(tmp_path / "cache", "words", __file__)
+    for path in files[:3]:
+        first.get(path, _words, Path.read_bytes)
+    first.flush()
+    later = Memo(tmp_path / "cache", "words", __file__)
+    for path in files[3:]:
+        later.get(path, _words, Path.read_bytes)
+    later.flush()
+    assert sorted(Memo(tmp_path / "cache", "words", __file__)._load()) == [str(p) for p in files[3:]]
