@@ -408,7 +408,7 @@ def analyze(paths: list[Path], options: Options, report: Report) -> Session:
     roots: set[Path] = set()
     folders: dict[Path, Path] = {}
     cache = FactsCache(default_folder() if options.cache else None)
-    known = contract_files(cache.folder)
+    known = contract_files(cache.folder) if len(files) > 1 else None  # one file is read anyway
     with Parser(cache, options.jobs) as parser:
         for position in _largest_first(files):
             path = files[position]
@@ -425,7 +425,8 @@ def analyze(paths: list[Path], options: Options, report: Report) -> Session:
                 read.append((position, path, data))
                 parser.add(path, data, name)
         report.errors.extend(error for _, error in sorted(unreadable, key=lambda found: found[0]))
-        known.flush()  # while the workers parse
+        if known is not None:
+            known.flush()  # while the workers parse
         in_order = sorted(read, key=lambda found: found[0])  # the files' own order again
         sources = [(path, data) for _, path, data in in_order]
         registry = _registry(paths, options) or fork_registry(found.files)

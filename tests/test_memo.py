@@ -182,6 +182,9 @@ def test_a_warm_check_of_a_tree_reads_no_file_again_that_cannot_take_part(tmp_pa
     assert "demo_base.py" in opened, "a file that takes part is read for its facts"
     plain.write_text((models / "demo_base.py").read_text().replace("DemoBase", "PlainBase"))
     assert "plain.py" in analyzed() and "plain.py" in opened
+    opened.clear()
+    engine.analyze([models / "demo_base.py"], Options(), Report())
+    assert not [name for name in opened if name.startswith("contract-files")], "one file is read anyway"
 
 
 def test_a_memo_past_its_bound_keeps_what_the_run_used(tmp_path: Path, monkeypatch) -> None:
