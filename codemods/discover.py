@@ -191,18 +191,13 @@ def read_source(path: Path, known: Memo[bool] | None = None) -> bytes | None:
     """
     if known is None or os.path.abspath(path) in _SUBSTITUTES:
         return _read_source(path)
-    held: list[bytes | None] = []
     try:
-        if not known.get(path, lambda data: data is not None, lambda p: _held(held, _read_source(p))):
-            return None
+        takes_part, data = known.lookup(path, lambda data: data is not None, _read_source)
     except OSError:
         return _read_source(path)  # raises it again, as read without the memo (a broken link, say)
-    return held[0] if held else _read_source(path)
-
-
-def _held(held: list[bytes | None], data: bytes | None) -> bytes | None:
-    held.append(data)
-    return data
+    if not takes_part:
+        return None
+    return data if data is not None else _read_source(path)
 
 
 def _read_source(path: Path) -> bytes | None:

@@ -55,8 +55,6 @@ class Session:
     """The registry's entries, read once (a registry that cannot be read is an error, and none)."""
     outside: list[tuple[Path, bytes]] | None = None
     """Files under the roots, not targets, that can hold a class under contract (read on the first re-check)."""
-    unrelated: list[Path] = field(default_factory=list)
-    """The discovered files the byte search left out: the first re-check need not read them again."""
     known: Memo[bool] | None = None
     """The byte search's answers, kept by each file's stat (`discover.contract_files`)."""
     paths: list[Path] = field(default_factory=list)
@@ -350,15 +348,14 @@ def _dependents(session: Session, rewrites: dict) -> list[ModuleFacts]:
 
 def _outside(session: Session) -> list[tuple[Path, bytes]]:
     """The files under the import roots, not among the targets, that can hold a class under
-    contract: the same byte search as discovery, not made again on a file that search left out
-    in this run (a fix of a whole tree reads nothing here), nor on one whose stat is unchanged
-    since a run made it (the answer is kept in the cache's memo). A file of the same dotted module
+    contract: the same byte search as discovery, not made again on a file whose stat is
+    unchanged since this run or an earlier one made it (the answers are kept in the cache's
+    memo: a fix of a whole tree reads nothing here). A file of the same dotted module
     as a target is left out: the target stands in for it (a copy checked outside its tree, as the
     smoke's replay of a fix does), and two modules of one name would shadow each other in the
     index."""
     targets = {m.path for m in session.targets}
     modules = {m.module for m in session.targets}
-    unrelated = {os.path.abspath(path) for path in session.unrelated}
     known = session.known or contract_files(session.index.cache.folder)
     out = []
     for root in session.index.roots:
@@ -367,27 +364,21 @@ def _outside(session: Session) -> list[tuple[Path, bytes]]:
         except OSError:
             continue
         for path in paths:
-            if str(path) in targets or os.path.abspath(path) in unrelated:
+            if str(path) in targets:
                 continue
-            held: list[bytes] = []
             try:
                 # the byte search, kept by the file's stat: `fix` of one file in vLLM's tree read
                 # its 3,000 files again on each run for the 300 that can hold a class under contract
-                if not known.get(path, relevant, functools.partial(_held, held)):
+                takes_part, read = known.lookup(path, relevant, Path.read_bytes)
+                if not takes_part:
                     continue
-                data = held[0] if held else path.read_bytes()
+                data = read if read is not None else path.read_bytes()
             except OSError:
                 continue
             if _module_of(path, root) not in modules:  # after the search: it resolves the path
                 out.append((path, data))
     known.flush()
     return out
-
-
-def _held(held: list[bytes], path: Path) -> bytes:
-    """`path`'s bytes, kept in `held` too (the memo reads a file it holds no answer for)."""
-    held.append(path.read_bytes())
-    return held[0]
 
 
 def _module_of(path: Path, root: Path) -> str | None:
@@ -403,7 +394,6 @@ def analyze(paths: list[Path], options: Options, report: Report) -> Session:
     files = _once(found.files) if len(paths) > 1 else found.files  # one path reaches a file once
     report.files_scanned = len(files)
     read: list[tuple[int, Path, bytes]] = []
-    unrelated: list[Path] = []
     unreadable: list[tuple[int, FileError]] = []
     roots: set[Path] = set()
     folders: dict[Path, Path] = {}
@@ -417,9 +407,7 @@ def analyze(paths: list[Path], options: Options, report: Report) -> Session:
             except OSError as error:
                 unreadable.append((position, FileError(path, f"cannot read: {error.strerror or error}")))
                 continue
-            if data is None:
-                unrelated.append(path)
-            else:
+            if data is not None:
                 root, name = module_of(path, folders)
                 roots.add(root)
                 read.append((position, path, data))
@@ -453,7 +441,7 @@ def analyze(paths: list[Path], options: Options, report: Report) -> Session:
             targets.append(result)
     return Session(
         index, targets, registry, options, {str(p): d for p, d in sources}, registered,
-        paths=list(paths), files=list(found.files), unrelated=unrelated, known=known, context=context,
+        paths=list(paths), files=list(found.files), known=known, context=context,
         pooled=parser.pool is not None,
     )
 

@@ -62,18 +62,25 @@ class Memo(Generic[T]):
     def get(self, path: P, compute: Callable[[R], T], read: Callable[[P], R]) -> T:
         """`compute(read(path))`, or the value stored for the file as it is now. Raises what
         `os.stat`, `read` and `compute` raise; nothing is stored then."""
+        return self.lookup(path, compute, read)[0]
+
+    def lookup(self, path: P, compute: Callable[[R], T], read: Callable[[P], R]) -> tuple[T, R] | tuple[T, None]:
+        """`get`, with what `read` gave where the file had to be read (None where the stored
+        value answered): a caller that needs the bytes for some answers reads them once. A file
+        is stored under its absolute path, the same whatever folder a run starts in."""
         info = os.stat(path)
         stamp = (info.st_mtime_ns, info.st_ctime_ns, info.st_size, info.st_ino)
-        key = os.fspath(path)
+        key = os.path.abspath(path)
         values = self._load() if self.values is None else self.values
         self.used.add(key)
         known = values.get(key)
         if known is not None and known[0] == stamp:
-            return known[1]
-        value = compute(read(path))
+            return known[1], None
+        data = read(path)
+        value = compute(data)
         values[key] = (stamp, value)
         self.changed = True
-        return value
+        return value, data
 
     def flush(self) -> None:
         """Write the memo if it changed; a folder that cannot be written is left as it is."""

@@ -187,9 +187,7 @@ def _header(method: ast.stmt, lines: list[bytes], edits: list[Edit], head: bytes
         return None
     if any(not first <= n <= last for e in edits for n in _lines(e)):
         return None
-    text = lines[start - 1]
-    indent = text[:len(text) - len(text.lstrip(b" \t"))]
-    return _piece(first, last, head, lines, edits, indent + b"pass" + end)
+    return _piece(first, last, head, lines, edits, _indent(lines[start - 1]) + b"pass" + end)
 
 
 def _narrowed(stmt: ast.stmt, lines: list[bytes], edits: list[Edit], head: bytes, end: bytes) -> Piece | None:
@@ -211,21 +209,24 @@ def _narrowed(stmt: ast.stmt, lines: list[bytes], edits: list[Edit], head: bytes
         return None
     first, last = _span(node)
     start = lines[first - 1]
-    indent = start[:len(start) - len(start.lstrip(b" \t"))]
+    indent = _indent(start)
     if (start[len(indent):].startswith(b"elif") or _col(node, first) != len(indent)
             or lines[last - 1][node.end_col_offset or 0:].strip(b" \t\r\n")[:1] not in (b"", b"#")):
         return None
     stand_ins = head
     deepest = b""
     for outer in around:
-        text = lines[outer.lineno - 1]
-        level = text[:len(text) - len(text.lstrip(b" \t"))]
+        level = _indent(lines[outer.lineno - 1])
         if len(level) > len(deepest):
             stand_ins += level + b"if _:" + end
             deepest = level
     if not (len(indent) > len(deepest) and indent.startswith(deepest)):
         return None
     return _piece(first, last, stand_ins, lines, edits)
+
+
+def _indent(line: bytes) -> bytes:
+    return line[:len(line) - len(line.lstrip(b" \t"))]
 
 
 def _blocks(node: ast.stmt) -> list[list[ast.stmt]]:
@@ -277,7 +278,7 @@ def _stand_in(stmt: ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef, lines
     inner = stmt.body[0]
     decorators = getattr(inner, "decorator_list", [])
     line = lines[min([inner.lineno, *(d.lineno for d in decorators)]) - 1]
-    indent = line[:len(line) - len(line.lstrip(b" \t"))]
+    indent = _indent(line)
     own_line = bool(decorators) or line[:inner.col_offset].strip() == b""
     if own_line:
         return head + b"  # " + mark + end + indent + b"pass" + end
