@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import glob
 import hashlib
@@ -45,16 +44,15 @@ class Rewrite:
     edit_imports: dict[Edit, frozenset[tuple[str, str]]] = field(default_factory=dict)
 
 
-def rewrite(source: bytes, edits: Sequence[Edit], tree: ast.Module | None = None) -> Rewrite:
+def rewrite(source: bytes, edits: Sequence[Edit]) -> Rewrite:
     """Apply every edit of a file in one pass over its tree: each transformer locates its nodes
     by their positions in `source`, so edits never shift one another. libcst reads only the
     top-level classes and functions the edits touch where the file can be cut (`pieces`), and
-    the whole file otherwise, or where a piece fails (the whole file's error is the one told).
-    `tree` is `source` as `ast` parsed it, where the caller has it."""
+    the whole file otherwise, or where a piece fails (the whole file's error is the one told)."""
     problem = oversized(source)
     if problem:
         raise FixError(problem)
-    quick = _in_pieces(source, edits, tree)
+    quick = _in_pieces(source, edits)
     if quick is not None:
         return quick
     try:
@@ -99,10 +97,10 @@ def _rewrite(source: bytes, module: cst.Module, edits: Sequence[Edit]) -> Rewrit
     return Rewrite(source, module.bytes, _spans(edit_spans), {e: tuple(s) for e, s in edit_spans.items()}, edit_imports)
 
 
-def _in_pieces(source: bytes, edits: Sequence[Edit], tree: ast.Module | None) -> Rewrite | None:
+def _in_pieces(source: bytes, edits: Sequence[Edit]) -> Rewrite | None:
     """The rewrite made piece by piece, or None where the file cannot be cut or a piece fails."""
     try:
-        found = pieces.cut(source, tree or ast.parse(source), edits, lambda edit: TRANSFORMERS[type(edit)].reach)
+        found = pieces.cut(source, edits, lambda edit: TRANSFORMERS[type(edit)].reach)
         return None if found is None else _rewrite_pieces(source, found)
     except Exception:  # the whole file is rewritten instead, and reports its own error
         return None

@@ -177,10 +177,8 @@ def _rewrite_all(session: Session, done: dict, fixable: list[Finding], report: R
     from .apply import edits_of
 
     jobs = [
-        rewriting.Job(
-            path, done[path].after if path in done else session.sources[str(path)], tuple(edits),
-            session.index.by_path[str(path)].module, parsed=path in done,
-        )
+        rewriting.Job(path, done[path].after if path in done else session.sources[str(path)], tuple(edits),
+                      session.index.by_path[str(path)].module)
         for path, edits in edits_of(fixable).items()
     ]
     rewrites, facts = {}, {}

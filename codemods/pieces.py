@@ -18,6 +18,7 @@ import tokenize
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from .analysis.outline import Definition, Unplaceable, definitions
 from .edits import Edit
 
 FOLDED = (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
@@ -94,20 +95,26 @@ class Cut:
         return line + moved
 
 
-def cut(source: bytes, tree: ast.Module, edits: Sequence[Edit], reach: Callable[[Edit], str] = lambda edit: "method"
-        ) -> Cut | None:
+def cut(source: bytes, edits: Sequence[Edit], reach: Callable[[Edit], str] = lambda edit: "method") -> Cut | None:
     """`source` cut around `edits`; None where an edit lies outside every top-level class and
     function, or the file's layout could read differently in pieces (a BOM or a coding cookie,
-    mixed or missing line ends, form feeds). A backslash continuation reads the same: no
-    top-level class or function can follow one, so each lies whole in a piece or the outline.
-    `reach` says what of its method an edit's transformer reads (`EditTransformer.reach`): a
-    piece whose every edit reads one statement is that statement alone (`_narrowed`), one whose
-    every edit reads a method's `def` lines is those lines alone (`_header`)."""
+    mixed or missing line ends, form feeds, a layout the outline scan cannot place). The top
+    level is found by that scan, and only the classes and functions the edits touch are
+    parsed: the rewrite compiles whole, which proves the rest. A backslash continuation reads
+    the same: no top-level class or function can follow one, so each lies whole in a piece or
+    the outline. `reach` says what of its method an edit's transformer reads
+    (`EditTransformer.reach`): a piece whose every edit reads one statement is that statement
+    alone (`_narrowed`), one whose every edit reads a method's `def` lines is those lines alone
+    (`_header`)."""
     lines = source.splitlines(keepends=True)
     if not lines or _unusual(source, lines):
         return None
     marker = b"contractfix-fold-" + os.urandom(8).hex().encode() + b"-"
     if marker in source:
+        return None
+    try:
+        defined = definitions(source.decode("utf-8"))
+    except (Unplaceable, UnicodeDecodeError):
         return None
     end = lines[0][len(lines[0].rstrip(b"\r\n")):]
     pending = sorted(edits, key=lambda e: e.line)
@@ -116,15 +123,10 @@ def cut(source: bytes, tree: ast.Module, edits: Sequence[Edit], reach: Callable[
     folds: list[tuple[int, int, int]] = []
     outline: list[bytes] = []
     at = 1
-    for stmt in tree.body:
-        if not isinstance(stmt, FOLDED):
-            continue
-        first = min([stmt.lineno, *(d.lineno for d in stmt.decorator_list)])
-        last = stmt.end_lineno or stmt.lineno
-        if first < at:
-            return None
+    for definition in defined:
+        first, last = definition.first, definition.last
         outline += lines[at - 1:first - 1]
-        stand_in = _stand_in(stmt, lines, marker + str(len(folds)).encode(), end)
+        stand_in = _stand_in(definition, lines, marker + str(len(folds)).encode(), end)
         folds.append((first, last, stand_in.count(b"\n")))
         outline.append(stand_in)
         at = last + 1
@@ -136,13 +138,24 @@ def cut(source: bytes, tree: ast.Module, edits: Sequence[Edit], reach: Callable[
             taken += 1
         if not mine:
             continue
-        if any(not first <= n <= last for e in mine for n in _lines(e)):
+        stmt = _parsed(definition, lines, end)
+        if stmt is None or any(not first <= n <= last for e in mine for n in _lines(e)):
             return None
         pieces += _methods(stmt, lines, mine, end, reach) or [_piece(first, last, b"", lines, mine)]
     if taken < len(pending):
         return None
     outline += lines[at - 1:]
     return Cut(b"".join(outline), tuple(pieces), tuple(folds), marker)
+
+
+def _parsed(definition: Definition, lines: list[bytes], end: bytes) -> ast.stmt | None:
+    """The class or function `definition` as `ast` reads it at its place in the file; None where
+    the scan placed it otherwise than the parse does."""
+    text = end * (definition.first - 1) + b"".join(lines[definition.first - 1:definition.last])
+    body = ast.parse(text).body
+    if len(body) != 1 or not isinstance(body[0], FOLDED) or body[0].name != definition.name:
+        return None
+    return body[0] if _span(body[0]) == (definition.first, definition.last) else None
 
 
 def _methods(stmt: ast.stmt, lines: list[bytes], edits: list[Edit], end: bytes,
@@ -268,21 +281,15 @@ def _unusual(source: bytes, lines: list[bytes]) -> bool:
     )
 
 
-def _stand_in(stmt: ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef, lines: list[bytes], mark: bytes,
-              end: bytes) -> bytes:
+def _stand_in(definition: Definition, lines: list[bytes], mark: bytes, end: bytes) -> bytes:
     """`class Name:` or `def name():`, marked, with `pass` indented as the body's first line
     (libcst takes its default indent from the first indented block), or on the same line for a
     body that does not start on a line of its own."""
-    head = b"class " if isinstance(stmt, ast.ClassDef) else b"def "
-    head += stmt.name.encode() + (b":" if isinstance(stmt, ast.ClassDef) else b"():")
-    inner = stmt.body[0]
-    decorators = getattr(inner, "decorator_list", [])
-    line = lines[min([inner.lineno, *(d.lineno for d in decorators)]) - 1]
-    indent = _indent(line)
-    own_line = bool(decorators) or line[:inner.col_offset].strip() == b""
-    if own_line:
-        return head + b"  # " + mark + end + indent + b"pass" + end
-    return head + b" pass  # " + mark + end
+    head = b"class " if definition.kind == "class" else b"def "
+    head += definition.name.encode() + (b":" if definition.kind == "class" else b"():")
+    if definition.inline:
+        return head + b" pass  # " + mark + end
+    return head + b"  # " + mark + end + _indent(lines[definition.body - 1]) + b"pass" + end
 
 
 def _lines(edit: Edit) -> list[int]:

@@ -33,8 +33,6 @@ class Job:
     edits: tuple[Edit, ...]
     module: str
     """The file's dotted module name, for its facts."""
-    parsed: bool
-    """Whether `source` was parsed whole before (a file's text after an earlier round was)."""
 
 
 @dataclass(frozen=True)
@@ -63,28 +61,24 @@ def run(jobs: Sequence[Job], workers: int) -> Iterator[Done]:
 
 
 def rewrite(job: Job) -> Done:
-    """One file rewritten by its edits and verified: it parses whole, the rewrite compiles and
-    changes only the edited spans; one file's failure never costs the others their fixes."""
+    """One file rewritten by its edits and verified: the rewrite compiles whole and changes only
+    the edited spans; one file's failure never costs the others their fixes. A fix that fails
+    in a file that does not parse says so, as the check would (the rewrite parses only what
+    its edits touch, and the compile of the result is what proves the rest)."""
     from .apply import FixError, oversized, verify_scope, verify_syntax
     from .apply import rewrite as apply_edits
 
     problem = oversized(job.source)
     if problem:
         return Done(problem=f"fix not applied: {problem}")
-    tree = None
-    if not job.parsed:
-        try:
-            tree = ast.parse(job.source, filename=str(job.path))
-        except UNPARSABLE as error:
-            return Done(problem=parse_problem(error))
     try:
-        result = apply_edits(job.source, job.edits, tree)
+        result = apply_edits(job.source, job.edits)
         verify_syntax(result, job.path)
         verify_scope(result)
     except (FixError, OSError) as error:
-        return Done(problem=f"fix not applied: {error}")
+        return Done(problem=_unparsable(job) or f"fix not applied: {error}")
     except Exception as error:  # noqa: BLE001 (reported as the file's error, the run goes on)
-        return Done(problem=f"fix not applied: internal error: {type(error).__name__}: {error}")
+        return Done(problem=_unparsable(job) or f"fix not applied: internal error: {type(error).__name__}: {error}")
     if result.after == result.before:
         return Done()
     try:
@@ -92,3 +86,12 @@ def rewrite(job: Job) -> Done:
     except UNPARSABLE as error:
         return Done(problem=f"fix not applied: the fixed file cannot be analyzed: {parse_problem(error)}")
     return Done(rewrite=result, facts=facts)
+
+
+def _unparsable(job: Job) -> str:
+    """What is wrong with the file's text as Python parses it ("": nothing)."""
+    try:
+        ast.parse(job.source, filename=str(job.path))
+    except UNPARSABLE as error:
+        return parse_problem(error)
+    return ""

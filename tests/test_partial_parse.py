@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import ast
 import textwrap
+from pathlib import Path
 
 import pytest
 
 from contractfix import analysis, cache
 from contractfix.analysis import analyze_source, complete, needs
-from contractfix.analysis.outline import Unplaceable, _masked, outline
+from contractfix.analysis.outline import Definition, Unplaceable, _masked, definitions, outline
 from contractfix.cache import FactsCache
 from contractfix.index import ClassRef, Index
 
@@ -267,6 +268,67 @@ def test_outline_skips_continuations_strings_and_brackets() -> None:
         ("import", 1, 0, 0, False), ("other", 3, 0, 0, False), ("other", 5, 0, 0, False), ("compound", 8, 0, 0, False),
         ("class", 12, 14, 15, False), ("class", 17, 17, 17, True),
     ]
+
+
+DEFINITIONS = textwrap.dedent('''\
+    @deco(
+    1)
+    # a comment between decorators
+    @other
+    class A(B,
+    C):  # a comment after the colon
+
+        """Doc."""
+        x = 1
+    # a comment at column 0 inside the class
+        y = (2,
+    3)
+    # trailing comment, not the class's
+
+    async def f(a: "x:y" = {1: 2}, b=lambda: 3) -> dict[str, int]: return {}
+    def g(): \\
+        pass
+    s = """
+    class Fake:
+        pass
+    """
+    class H: x = 1; y = 2
+    (a,
+     b) = make(H)
+    def i(
+        a,
+    ):
+        @inner
+        def j():
+            pass
+        return j
+    ''')
+
+
+def _by_ast(text: str) -> list[Definition]:
+    found = []
+    for node in ast.parse(text).body:
+        if not isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+        inner = node.body[0]
+        body = min([inner.lineno, *(d.lineno for d in getattr(inner, "decorator_list", ()))])
+        row = text.split("\n")[body - 1].encode()
+        inline = not getattr(inner, "decorator_list", ()) and bool(row[:inner.col_offset].strip())
+        kind = "class" if isinstance(node, ast.ClassDef) else "def"
+        found.append(Definition(kind, node.name, first, node.end_lineno or node.lineno, body, inline))
+    return found
+
+
+def test_the_definitions_the_scan_finds_are_where_ast_puts_them() -> None:
+    """Issue 39: the fixer cuts a file for libcst by this scan and parses only the definitions
+    its edits touch: each top-level class and function, its first and last line of code and
+    where its body starts, as `ast` says, on the hard shapes and on every file of this project."""
+    assert definitions(DEFINITIONS) == _by_ast(DEFINITIONS)
+    root = Path(__file__).resolve().parents[1]
+    for path in sorted(path for folder in ("codemods", "tests", "bench") for path in (root / folder).rglob("*.py")):
+        text = path.read_text()
+        assert definitions(text) == _by_ast(text), path
 
 
 def test_a_syntax_error_in_a_needed_class_is_still_reported() -> None:

@@ -20,10 +20,13 @@ _TRIPLE = {
     quote: re.compile(rf"{quote * 3}[^{quote}\\]*(?:(?:\\[\s\S]|{quote}(?!{quote * 2}))[^{quote}\\]*)*{quote * 3}")
     for quote in "\"'"
 }
-_STATEMENT_START = re.compile(r"\n[A-Za-z_@]")
+_START = r"[^\s)\]}\0\\]"
+"""What a line that starts a statement starts with: anything but a blank, a closing bracket, a
+string's continued line (NUL in the masked text) or a backslash (`(a, b) = f()` starts one)."""
+_STATEMENT_START = re.compile(r"\n" + _START)
 """A line that starts a statement (a newline searched for, not `^` in multiline mode, which the
 regex engine tries at every offset: four times as slow)."""
-_FIRST_STATEMENT = re.compile(r"[A-Za-z_@]")
+_FIRST_STATEMENT = re.compile(_START)
 _KEYWORD = re.compile(r"(class|def|async|if|try|import|from|else|elif|except|finally)\b")
 _ONE_LINE_HEADER = re.compile(r"class[ \t]+\w+[ \t]*(?:\([^()\n]*\))?[ \t]*:")
 _CONTINUATIONS = {"else", "elif", "except", "finally"}
@@ -52,10 +55,71 @@ class Statement:
 
 def outline(text: str) -> list[Statement]:
     """The top-level statements of `text`, in order. Raises `Unplaceable`."""
+    masked = _checked(text)
+    found = _found(masked)
+    total = text.count("\n") + 1
+    statements = []
+    for index, (kind, start, head, at) in enumerate(found):
+        end = found[index + 1][1] - 1 if index + 1 < len(found) else total
+        colon, inline = _header_end(masked, at, head) if kind == "class" else (0, False)
+        statements.append(Statement(kind, start, end, head if kind in ("class", "def") else 0, colon, inline))
+    return statements
+
+
+@dataclass(frozen=True)
+class Definition:
+    """A top-level class or function: lines `first` (its first decorator's) to `last` (its last
+    line of code), and the line its body starts on (`body`; its header's last line where the
+    body follows the colon there, then `inline`)."""
+
+    kind: str  # "class" | "def"
+    name: str
+    first: int
+    last: int
+    body: int
+    inline: bool
+
+
+_NAME = re.compile(r"(?:class|(?:async[ \t]+)?def)[ \t]+(\w+)")
+
+
+def definitions(text: str) -> list[Definition]:
+    """The top-level classes and functions of `text`, in order, found as `outline` finds
+    statements (what `ast` would say of each, without parsing). Raises `Unplaceable`."""
+    masked = _checked(text)
+    found = _found(masked)
+    rows = masked.split("\n")
+    ends = [start - 1 for _, start, _, _ in found[1:]] + [len(rows)]
+    defined = []
+    for (kind, start, head, at), end in zip(found, ends):
+        if kind not in ("class", "def"):
+            continue
+        name = _NAME.match(masked, at)
+        if name is None:
+            raise Unplaceable(f"line {head}: a {kind} without a name")
+        colon, inline = _header_end(masked, at, head)
+        last = end
+        while last > colon and not rows[last - 1].strip():  # the blank and comment lines after it
+            last -= 1
+        body = colon if inline else next((n for n in range(colon + 1, last + 1) if rows[n - 1].strip()), 0)
+        if not body:
+            raise Unplaceable(f"line {head}: a {kind} without a body")
+        defined.append(Definition(kind, name.group(1), start, last, body, inline))
+    return defined
+
+
+def _checked(text: str) -> str:
+    """`text` masked (`_masked`), or `Unplaceable` where a line end or form feed could read
+    otherwise to Python than to the scan."""
     if "\f" in text or "\r" in text and text.count("\r") != text.count("\r\n"):
         raise Unplaceable("form feed or lone carriage return")
-    masked = _masked(text)
-    found: list[list] = []  # [kind, start, head, offset of head]
+    return _masked(text)
+
+
+def _found(masked: str) -> list[list]:
+    """[kind, first line, `class` / `def` line, offset of that line] of each top-level
+    statement, in order."""
+    found: list[list] = []
     depth = 0
     line = 1
     last = 0
@@ -79,17 +143,11 @@ def outline(text: str) -> list[Statement]:
         found.append([kind, line, line, at])
     if depth + sum(map(masked[last:].count, "([{")) - sum(map(masked[last:].count, ")]}")):
         raise Unplaceable("unbalanced brackets")
-    total = text.count("\n") + 1
-    statements = []
-    for index, (kind, start, head, at) in enumerate(found):
-        end = found[index + 1][1] - 1 if index + 1 < len(found) else total
-        colon, inline = _header_end(masked, at, head) if kind == "class" else (0, False)
-        statements.append(Statement(kind, start, end, head if kind in ("class", "def") else 0, colon, inline))
-    return statements
+    return found
 
 
 def _statement_starts(masked: str) -> Iterator[int]:
-    """The offset of each line that starts with a name or `@`."""
+    """The offset of each line that can start a statement (`_START`)."""
     if _FIRST_STATEMENT.match(masked):
         yield 0
     for match in _STATEMENT_START.finditer(masked):
@@ -131,7 +189,8 @@ def _masked(text: str) -> str:
 
 
 def _header_end(masked: str, at: int, head: int) -> tuple[int, bool]:
-    """The line of the colon ending a class header, and whether the body follows it there."""
+    """The line of the colon ending a class or function header, and whether the body follows it
+    there."""
     one = _ONE_LINE_HEADER.match(masked, at)
     if one:
         colon, line = one.end(), head
