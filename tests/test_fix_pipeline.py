@@ -317,6 +317,20 @@ def test_a_fix_of_one_file_searches_the_files_beside_it_once_while_they_are_unch
     (models / "plain.py").write_text("VALUE = 2\n")
     assert "plain.py" in run()
 
+def test_the_dependents_are_the_files_that_name_a_rewritten_class_as_a_word(tmp_path: Path) -> None:
+    """Issue 39: the files beside a fixed one are searched for its class names anywhere first
+    (the word bounds cost the regex engine its skip ahead: 0.2 s of a one-file fix in vLLM's
+    tree), then as words: a subclass of `MModel` depends on it, one of `MModelBase` does not."""
+    other = HEAD + "from vllm.model_executor.models.m import {base}\n\n\nclass {name}({base}):\n    pass\n"
+    models = tree(tmp_path, {
+        "m.py": HEAD + inner("M"), "n.py": other.format(name="N", base="MModel"),
+        "k.py": other.format(name="K", base="MModelBase"), "j.py": other.format(name="J", base="N"),
+    })
+    session = engine.analyze([models / "m.py"], Options(cache=False), Report())
+    found = engine._dependents(session, {models / "m.py": None})
+    assert sorted(Path(f.path).name for f in found) == ["j.py", "n.py"]
+
+
 def test_a_copy_checked_outside_its_tree_stands_in_for_its_module(tmp_path: Path) -> None:
     """The smoke's replay fixes a copy of a file outside its tree, with the tree on the path: the
     tree's own file of that module is not a second module beside the copy (the two shadowed each
