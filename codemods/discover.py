@@ -106,6 +106,28 @@ def _walk(root: Path, errors: list[FileError]):
                 yield base / name
 
 
+def regular_sources(root: Path) -> list[Path]:
+    """Every `.py` file under `root` that is a regular file (no link), in the order of their
+    paths, the folders discovery skips left out: a walk by directory entries, which know their
+    type without a `stat` each (`Path.rglob` with a test of each file took 60 ms on vLLM's tree,
+    and walked a checkout's `.venv` and `.git` too). A folder that cannot be listed is left out."""
+    found: list[Path] = []
+    folders = [root]
+    while folders:
+        folder = folders.pop()
+        try:
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        if entry.name not in SKIP_DIRS and not entry.name.startswith("."):
+                            folders.append(folder / entry.name)
+                    elif entry.name.endswith(".py") and entry.is_file(follow_symlinks=False):
+                        found.append(folder / entry.name)
+        except OSError:
+            continue
+    return sorted(found)
+
+
 def _excluded(path: Path, patterns: tuple[Glob, ...]) -> bool:
     return any(glob.matches(path) for glob in patterns)
 

@@ -16,7 +16,7 @@ from . import entries, rules, unverified
 from . import registry as registry_module
 from .cache import FactsCache, default_folder
 from .config import Options
-from .discover import contract_files, discover, read_regular, read_source, relevant
+from .discover import contract_files, discover, read_regular, read_source, regular_sources, relevant
 from .entries import Entries, fork_registry
 from .extra import extra_roots
 from .facts import ModuleFacts
@@ -360,11 +360,7 @@ def _outside(session: Session) -> list[tuple[Path, bytes]]:
     known = session.known or contract_files(session.index.cache.folder)
     out = []
     for root in session.index.roots:
-        try:
-            paths = sorted(p for p in root.rglob("*.py") if p.is_file() and not p.is_symlink())
-        except OSError:
-            continue
-        for path in paths:
+        for path in regular_sources(root):
             if str(path) in targets:
                 continue
             try:

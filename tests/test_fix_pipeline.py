@@ -331,6 +331,20 @@ def test_the_dependents_are_the_files_that_name_a_rewritten_class_as_a_word(tmp_
     assert sorted(Path(f.path).name for f in found) == ["j.py", "n.py"]
 
 
+def test_the_files_beside_a_fixed_one_are_the_regular_files_outside_the_skipped_folders(tmp_path: Path) -> None:
+    """Issue 39: the search for dependents walks the tree by directory entries (no `stat` a file)
+    and, as discovery, leaves out a checkout's `.venv`, `.git` and other skipped folders, and
+    links (a `fix` of one file in a checkout with its virtualenv inside read the virtualenv)."""
+    subclass = HEAD + "from vllm.model_executor.models.m import MModel\n\n\nclass N(MModel):\n    pass\n"
+    models = tree(tmp_path, {"m.py": HEAD + inner("M"), "n.py": subclass})
+    for folder in (".venv/lib", "venv", "__pycache__", ".hidden"):
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder / "k.py").write_text(subclass)
+    (models / "link.py").symlink_to(models / "n.py")
+    session = engine.analyze([models / "m.py"], Options(cache=False), Report())
+    assert [path.relative_to(tmp_path) for path, _ in engine._outside(session)] == [MODELS / "n.py"]
+
+
 def test_a_copy_checked_outside_its_tree_stands_in_for_its_module(tmp_path: Path) -> None:
     """The smoke's replay fixes a copy of a file outside its tree, with the tree on the path: the
     tree's own file of that module is not a second module beside the copy (the two shadowed each
