@@ -293,6 +293,7 @@ DEFINITIONS = textwrap.dedent('''\
         pass
     """
     class H: x = 1; y = 2
+    def \ufb01le(): pass
     (a,
      b) = make(H)
     def i(

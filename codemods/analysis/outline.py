@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from unicodedata import normalize
 from dataclasses import dataclass
 
 _STRING = {
@@ -104,7 +105,8 @@ def definitions(text: str) -> list[Definition]:
         body = colon if inline else next((n for n in range(colon + 1, last + 1) if rows[n - 1].strip()), 0)
         if not body:
             raise Unplaceable(f"line {head}: a {kind} without a body")
-        defined.append(Definition(kind, name.group(1), start, last, body, inline))
+        word = name.group(1)  # as Python reads an identifier: NFKC-normalized
+        defined.append(Definition(kind, word if word.isascii() else normalize("NFKC", word), start, last, body, inline))
     return defined
 
 
