@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from unicodedata import normalize
 from dataclasses import dataclass
+from unicodedata import normalize
 
 _STRING = {
     quote: re.compile(rf"{quote}[^{quote}\\\n]*(?:\\[\s\S][^{quote}\\\n]*)*{quote}") for quote in "\"'"
@@ -90,11 +90,11 @@ def definitions(text: str) -> list[Definition]:
     masked = _checked(text)
     found = _found(masked)
     rows = masked.split("\n")
-    ends = [start - 1 for _, start, _, _ in found[1:]] + [len(rows)]
     defined = []
-    for (kind, start, head, at), end in zip(found, ends):
+    for index, (kind, start, head, at) in enumerate(found):
         if kind not in ("class", "def"):
             continue
+        end = found[index + 1][1] - 1 if index + 1 < len(found) else len(rows)
         name = _NAME.match(masked, at)
         if name is None:
             raise Unplaceable(f"line {head}: a {kind} without a name")
