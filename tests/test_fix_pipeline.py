@@ -317,6 +317,7 @@ def test_a_fix_of_one_file_searches_the_files_beside_it_once_while_they_are_unch
     (models / "plain.py").write_text("VALUE = 2\n")
     assert "plain.py" in run()
 
+
 def test_the_dependents_are_the_files_that_name_a_rewritten_class_as_a_word(tmp_path: Path) -> None:
     """Issue 39: the files beside a fixed one are searched for its class names anywhere first
     (the word bounds cost the regex engine its skip ahead: 0.2 s of a one-file fix in vLLM's
