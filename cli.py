@@ -272,6 +272,8 @@ def fix(
             typer.echo(left, err=True)
     elif diff and format in TEXT:
         _emit(cliutil.text_report.unified_diff(report.changes), output_file, Color.never, styled=False, end="")
+        for line in cliutil.text_report.error_lines(report):  # beside the patch, not in it
+            typer.echo(line, err=True)
     else:
         out = cliutil.render(report, format.value, verbose, "fix", statistics, report if diff else None, quiet)
         _emit(out, output_file, color_mode, format in TEXT)

@@ -226,6 +226,17 @@ def test_fix_diff_exits_1_while_fixes_are_pending(in_dir: Path) -> None:
     assert result.exit_code == 0 and result.output.strip() == ""
 
 
+def test_fix_diff_tells_on_standard_error_why_a_file_was_not_fixed(in_dir: Path) -> None:
+    """`--diff` printed the patch and exited 2 without a word on the file it could not fix; the
+    reason now goes to standard error, and the patch stays a patch."""
+    shutil.copy(STEP3, "step3.py")
+    Path("broken.py").write_text(STEP3.read_text() + "\n\ndef helper():\n    return 1 +\n")
+    result = invoke("fix", "--diff", "step3.py", "broken.py")
+    assert result.exit_code == 2
+    assert result.stdout.startswith("--- a/step3.py") and "broken.py" not in result.stdout
+    assert result.stderr.startswith("broken.py: error: syntax error: invalid syntax (line "), result.stderr
+
+
 def test_exit_zero_output_file_and_quiet(in_dir: Path) -> None:
     shutil.copy(STEP3, "step3.py")
     result = invoke("check", "step3.py", "--exit-zero", "--output-file", "out.txt")

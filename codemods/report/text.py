@@ -53,6 +53,11 @@ def context_lines(report: Report) -> list[str]:
     ]
 
 
+def error_lines(report: Report) -> list[str]:
+    """One line per file the run could not check or fix, and why."""
+    return [f"{relative(error.path)}: error: {error.message}" for error in report.errors]
+
+
 def render(report: Report, verbose: bool = False, quiet: bool = False, full: bool = False) -> str:
     """Findings (one short line each; `full` or `verbose`: the whole message, the fix and the
     evidence), errors and (unless `quiet`) a summary line."""
@@ -63,8 +68,7 @@ def render(report: Report, verbose: bool = False, quiet: bool = False, full: boo
         for note in report.notes:
             lines.extend(finding_lines(note))
         lines.extend(context_lines(report))
-    for error in report.errors:
-        lines.append(f"{relative(error.path)}: error: {error.message}")
+    lines.extend(error_lines(report))
     if quiet:
         return "\n".join(lines)
     safe, unsafe = fixable_counts(report.findings)
@@ -92,8 +96,7 @@ def render_fix(report: Report, verbose: bool = False, quiet: bool = False, full:
         for note in report.notes:
             lines.extend(finding_lines(note))
         lines.extend(context_lines(report))
-    for error in report.errors:
-        lines.append(f"{relative(error.path)}: error: {error.message}")
+    lines.extend(error_lines(report))
     if quiet:
         return "\n".join(lines)
     preview = "" if report.written else " (preview: nothing written)"
