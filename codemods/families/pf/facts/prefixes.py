@@ -74,6 +74,10 @@ class PrefixFacts:
     by_place: tuple[Build, ...] = ()
     """Calls handed `quant_config` by place (`quant` is that argument): the calls PF003's fix
     passes a prefix at, with those of `builds`."""
+    stored: str = ""
+    """`self.<stored>` holds the `prefix` of `__init__` (`self.prefix = prefix`), set before
+    `__init__` calls a method of its own: a method without a `prefix` parameter names its layers
+    by it (MiniCPM's `_init_ffn_block`); "" when none."""
 
 
 DOTTED = "{prefix}."
@@ -94,7 +98,7 @@ def prefix_facts(node: ast.ClassDef, lines: list[str]) -> PrefixFacts | None:
     dotted: list[Dotted] = []
     scopes: list[str] = []
     passes: list[str] = []
-    init, takes_quant, maybe, fstring = "", False, 0, 0
+    init, takes_quant, maybe, fstring, stored = "", False, 0, 0, ""
     for fn in node.body:
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
@@ -104,6 +108,7 @@ def prefix_facts(node: ast.ClassDef, lines: list[str]) -> PrefixFacts | None:
         if fn.name == "__init__":
             init = "param" if PREFIX in names else "kwargs" if fn.args.kwarg else "none"
             takes_quant = QUANT in names
+            stored = _stored(fn) if PREFIX in names else ""
         body = fn.body if names_any(fn, lines, NAMED) else []  # most methods name neither: one test spares a test a statement
         nodes = [n for stmt in body if names_any(stmt, lines, NAMED) for n in walk(stmt)]
         assigned = _assigned(nodes)
@@ -139,8 +144,24 @@ def prefix_facts(node: ast.ClassDef, lines: list[str]) -> PrefixFacts | None:
         return None
     return PrefixFacts(
         tuple(builds), tuple(dotted), tuple(scopes), init, takes_quant, tuple(dict.fromkeys(passes)), maybe, fstring,
-        tuple(by_place),
+        tuple(by_place), stored,
     )
+
+
+def _stored(init: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
+    """The attribute a top-level `self.<attr> = prefix` of `__init__` sets before any statement
+    that calls a method of the instance (which could read it first); "" when there is none."""
+    for stmt in init.body:
+        if (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.value, ast.Name)
+                and stmt.value.id == PREFIX and _is_self_attr(stmt.targets[0])):
+            return stmt.targets[0].attr  # type: ignore[attr-defined]
+        if any(isinstance(n, ast.Call) and _is_self_attr(n.func) for n in walk(stmt)):
+            return ""
+    return ""
+
+
+def _is_self_attr(node: ast.AST) -> bool:
+    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
 
 
 def _may_matter(call: ast.Call) -> bool:
@@ -164,8 +185,8 @@ def _assigned(nodes: list[ast.AST]) -> dict[int, str]:
         if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Call):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for target in targets:
-                if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
-                    found[id(node.value)] = target.attr
+                if _is_self_attr(target):
+                    found[id(node.value)] = target.attr  # type: ignore[attr-defined]
     return found
 
 

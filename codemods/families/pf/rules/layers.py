@@ -103,8 +103,19 @@ def idiom(module: ModuleFacts, cls: ClassFacts, tops: Mapping[tuple[str, str], s
     return "fstring"
 
 
-def prefix_value(style: str, name: str) -> str:
-    return f'maybe_prefix(prefix, "{name}")' if style == "maybe" else f'f"{{prefix}}.{name}"'
+def prefix_value(style: str, name: str, holder: str = "prefix") -> str:
+    """The prefix of a layer `name` in `style`, from the prefix `holder` holds (a parameter, or
+    the attribute the class keeps it in)."""
+    return f'maybe_prefix({holder}, "{name}")' if style == "maybe" else f'f"{{{holder}}}.{name}"'
+
+
+def holder(facts: PrefixFacts, build: Build) -> str:
+    """What holds the class's prefix where `build` is made: its method's `prefix` parameter, else
+    the attribute `__init__` keeps it in (`self.prefix`, for a helper method that builds layers,
+    as MiniCPM's `_init_ffn_block`); "" where neither does."""
+    if build.method in facts.scopes:
+        return "prefix"
+    return f"self.{facts.stored}" if facts.stored and build.attr else ""
 
 
 def utils_module(module: ModuleFacts) -> str:

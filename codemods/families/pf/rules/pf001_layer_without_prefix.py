@@ -7,7 +7,7 @@ from pathlib import Path
 from ....findings import Applicability, Finding, Fix
 from ....rules.base import Context, Rule
 from ..edits import AddPrefix
-from .layers import EMPTY, idiom, missing, prefix_value, takes_prefix, top_level
+from .layers import EMPTY, holder, idiom, missing, prefix_value, takes_prefix, top_level
 
 BEFORE = '''\
 class MiMoMTPSharedHead(nn.Module):
@@ -44,7 +44,9 @@ RULE = Rule(
         "per-layer scheme never applies (the MTP heads of several models). The fix passes "
         "`prefix=` with the attribute's name, in the file's idiom (`f\"{prefix}.<attr>\"`, or "
         "`maybe_prefix(prefix, \"<attr>\")` where the file writes that or the class can be the top "
-        "level). A layer built with `quant_config=None` can never be quantized and is not reported."
+        "level); in a helper method without a `prefix` parameter, from the attribute `__init__` keeps "
+        "its prefix in before it calls one (`f\"{self.prefix}.mlp\"`, MiniCPM's own line). A layer "
+        "built with `quant_config=None` can never be quantized and is not reported."
     ),
     before=BEFORE,
     after=AFTER,
@@ -62,19 +64,19 @@ def check(ctx: Context) -> list[Finding]:
         for build in facts.builds:
             if not missing(build) or not takes_prefix(ctx, module, build):
                 continue
-            in_scope = build.method in facts.scopes
-            if not in_scope and build.method == "__init__":
+            held = holder(facts, build)
+            if not held and build.method == "__init__":
                 continue  # the class takes no prefix to pass on: PF003
             given = "an empty prefix" if build.prefix in EMPTY else "no prefix"
             name = f"self.{build.attr} = {build.ctor}(...)" if build.attr else f"{build.ctor}(...)"
             fix, why = None, ""
-            if not in_scope:
+            if not held:
                 why = f"{build.method}() takes no prefix to pass on"
             elif not build.attr:
                 why = "the layer is not assigned to an attribute of its own"
             else:
                 style = "maybe" if (module.path, cls.name) in tops else idiom(module, cls, tops)
-                value = prefix_value(style, build.attr)
+                value = prefix_value(style, build.attr, held)
                 fix = Fix(
                     applicability=Applicability.SAFE, description=f"pass `prefix={value}`",
                     edits=(AddPrefix(path=Path(module.path), line=build.line, column=build.column, value=value),),

@@ -9,7 +9,7 @@ from ....findings import Applicability, Finding, Fix
 from ....rules.base import Context, Rule
 from ..edits import AddPrefix, AddPrefixParameter, Edit
 from ..facts.prefixes import Build
-from .layers import idiom, missing, prefix_value, takes_prefix, top_level
+from .layers import holder, idiom, missing, prefix_value, takes_prefix, top_level
 
 BEFORE = '''\
 class SharedHead(nn.Module):
@@ -75,8 +75,9 @@ RULE = Rule(
         "(the MTP shared heads of DeepSeek, GLM, Step-3.5: a checkpoint that keeps the head in bf16 "
         "gets it quantized and fails to load). The fix adds `prefix: str = \"\"` to `__init__`, passes "
         "each layer its name, and passes the class's own name at every call in the checked files that "
-        "builds it as an attribute from a method with a prefix of its own, whether the call hands "
-        "`quant_config` by name or by place (Molmo2's `LanguageModelMLP`). Unsafe: calls elsewhere "
+        "builds it as an attribute from a method with a prefix of its own (a parameter, or the "
+        "`self.prefix` its class's `__init__` keeps), whether the call hands `quant_config` by name "
+        "or by place (Molmo2's `LanguageModelMLP`). Unsafe: calls elsewhere "
         "(other files, plugins) still build it without a prefix until they pass one."
     ),
     before=BEFORE,
@@ -129,9 +130,9 @@ def _fix(module: ModuleFacts, cls: ClassFacts, layers: list[Build], callers, top
     ]
     passed = 0
     for caller_module, caller, build in callers:
-        scopes = caller.prefixes.scopes if caller.prefixes else ()
-        if build.attr and build.method in scopes and missing(build):
-            value = prefix_value(idiom(caller_module, caller, tops), build.attr)
+        held = holder(caller.prefixes, build) if caller.prefixes else ""
+        if build.attr and held and missing(build):
+            value = prefix_value(idiom(caller_module, caller, tops), build.attr, held)
             edits.append(AddPrefix(path=Path(caller_module.path), line=build.line, column=build.column, value=value))
             passed += 1
     return Fix(
