@@ -99,7 +99,7 @@ def _walk(root: Path, errors: list[FileError]):
         errors.append(FileError(Path(error.filename or root), f"cannot list folder: {error.strerror}"))
 
     for folder, dirs, files in os.walk(root, onerror=unlisted, followlinks=False):
-        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith("."))
+        dirs[:] = sorted(d for d in dirs if _walked(d))
         base = Path(folder)  # parsed once per folder, not once per file
         for name in sorted(files):
             if name.endswith(".py"):
@@ -119,13 +119,18 @@ def regular_sources(root: Path) -> list[Path]:
             with os.scandir(folder) as entries:
                 for entry in entries:
                     if entry.is_dir(follow_symlinks=False):
-                        if entry.name not in SKIP_DIRS and not entry.name.startswith("."):
+                        if _walked(entry.name):
                             folders.append(folder / entry.name)
                     elif entry.name.endswith(".py") and entry.is_file(follow_symlinks=False):
                         found.append(folder / entry.name)
         except OSError:
             continue
     return sorted(found)
+
+
+def _walked(folder: str) -> bool:
+    """Whether a walk goes into a folder of this name: not a hidden, cache or environment one."""
+    return folder not in SKIP_DIRS and not folder.startswith(".")
 
 
 def _excluded(path: Path, patterns: tuple[Glob, ...]) -> bool:

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .analysis.outline import Definition, Unplaceable, definitions
+from .analysis.syntax import blocks
 from .edits import Edit
 
 FOLDED = (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
@@ -213,7 +214,7 @@ def _narrowed(stmt: ast.stmt, lines: list[bytes], edits: list[Edit], head: bytes
     around: list[ast.stmt] = []
     node = stmt
     while True:
-        inside = [s for block in _blocks(node) for s in block if _holds(s, wanted)]
+        inside = [s for block in blocks(node) for s in block if _holds(s, wanted)]
         if len(inside) != 1:
             break
         around.append(node)
@@ -240,14 +241,6 @@ def _narrowed(stmt: ast.stmt, lines: list[bytes], edits: list[Edit], head: bytes
 
 def _indent(line: bytes) -> bytes:
     return line[:len(line) - len(line.lstrip(b" \t"))]
-
-
-def _blocks(node: ast.stmt) -> list[list[ast.stmt]]:
-    """The statement lists of a compound statement."""
-    found = [getattr(node, name) for name in ("body", "orelse", "finalbody") if isinstance(getattr(node, name, None), list)]
-    found += [h.body for h in getattr(node, "handlers", ())]
-    found += [c.body for c in getattr(node, "cases", ())]
-    return found
 
 
 def _holds(node: ast.stmt, wanted: list[int]) -> bool:

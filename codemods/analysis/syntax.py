@@ -85,11 +85,18 @@ def always_exits(body: list[ast.stmt]) -> bool:
     return bool(body) and isinstance(body[-1], (ast.Return, ast.Raise))
 
 
-def blocks(stmt: ast.For | ast.AsyncFor | ast.While | ast.With | ast.AsyncWith | ast.Try) -> list[list[ast.stmt]]:
-    """The statement lists nested in a compound statement (`for`, `while`, `with`, `try`)."""
-    if isinstance(stmt, ast.Try):
+_TRIES = (ast.Try, getattr(ast, "TryStar", ast.Try))
+
+
+def blocks(stmt: ast.stmt) -> list[list[ast.stmt]]:
+    """The statement lists nested in a statement: the body and `else` of a `for`, `while`, `if`,
+    `with` or definition, those of a `try` with its handlers' and `finally`, the `case`s of a
+    `match`; none for a simple statement."""
+    if isinstance(stmt, _TRIES):
         return [stmt.body, stmt.orelse, stmt.finalbody, *[h.body for h in stmt.handlers]]
-    return [stmt.body, getattr(stmt, "orelse", [])]
+    if isinstance(stmt, ast.Match):
+        return [case.body for case in stmt.cases]
+    return [stmt.body, getattr(stmt, "orelse", [])] if hasattr(stmt, "body") else []
 
 
 def const_str(node: ast.expr | None) -> str | None:
