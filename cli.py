@@ -19,7 +19,7 @@ from typing import Annotated
 
 import typer
 
-from . import __version__, cliutil, engine, progress
+from . import __version__, cliutil, progress
 
 app = typer.Typer(
     help="Find and fix pipeline-parallel contract violations in vLLM model files.",
@@ -212,20 +212,22 @@ def check(
             if not changed:
                 raise gitops.GitError("--base needs --changed")
             targets = gitops.changed_under(paths, base)
-    with _stdin(stand_in), progress.shown():
-        report, fixes = cliutil.checked(targets, options, with_fixes=format is Output.sarif)
     if add_noqa:
         from . import noqa
 
+        with _stdin(stand_in), progress.shown():
+            report, _ = cliutil.checked(targets, options)
         added, errors = noqa.add(report.findings)
         report.errors.extend(errors)
         if not quiet:
             typer.echo(f"added {added} suppression(s)", err=True)
         _emit("\n".join(f"{e.path}: error: {e.message}" for e in errors), output_file, color_mode) if errors else None
         raise typer.Exit(cliutil.EXIT_ERROR if report.errors else cliutil.EXIT_OK)
-    out = cliutil.render(report, format.value, verbose, "check", statistics, fixes, quiet)
+    with _stdin(stand_in), progress.shown():
+        out, code = cliutil.rendered_check(targets, options, format.value, verbose, statistics, quiet,
+                                           reuse=stand_in is None and not changed)
     _emit(out, output_file, color_mode, format in TEXT)
-    raise typer.Exit(cliutil.exit_code(report, exit_zero=exit_zero, warnings_as_errors=options.warnings_as_errors))
+    raise typer.Exit(cliutil.EXIT_OK if exit_zero and code == cliutil.EXIT_FINDINGS else code)
 
 
 @app.command()
@@ -262,6 +264,9 @@ def fix(
     options = _options(paths, select, ignore, exclude, pp002_scope, registry, unsafe_fixes, jobs, cache,
                        config_file, isolated, extra_path, warnings_as_errors)
     _settings(options, show_settings, output_file)
+    from . import engine
+    from .report import text as text_report
+
     with _stdin(stand_in) as data, progress.shown():
         report = engine.fix(paths, options, write=not diff and stand_in is None)
     if data is not None:
@@ -271,8 +276,8 @@ def fix(
         if left:
             typer.echo(left, err=True)
     elif diff and format in TEXT:
-        _emit(cliutil.text_report.unified_diff(report.changes), output_file, Color.never, styled=False, end="")
-        for line in cliutil.text_report.error_lines(report):  # beside the patch, not in it
+        _emit(text_report.unified_diff(report.changes), output_file, Color.never, styled=False, end="")
+        for line in text_report.error_lines(report):  # beside the patch, not in it
             typer.echo(line, err=True)
     else:
         out = cliutil.render(report, format.value, verbose, "fix", statistics, report if diff else None, quiet)

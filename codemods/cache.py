@@ -18,16 +18,6 @@ from pathlib import Path
 from . import facts
 from .analysis import needs
 
-ENV = "CONTRACTFIX_CACHE_DIR"
-
-
-def default_folder() -> Path:
-    if os.environ.get(ENV):
-        return Path(os.environ[ENV])
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "contractfix" / "facts"
-
-
 PACKAGE = Path(__file__).resolve().parent
 DEPENDENCIES = (
     "aliases.py", "facts.py", "families/__init__.py", "families/base.py", "unparse.py", "vllm_names.py", "walk.py",

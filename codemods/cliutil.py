@@ -1,4 +1,7 @@
-"""Glue between command-line values and the library: options, exit codes, output."""
+"""Glue between command-line values and the library: options, exit codes, output.
+
+The engine and the renderers are imported where they are used: a check whose output the results
+cache still holds needs neither (`rendered_check`)."""
 
 from __future__ import annotations
 
@@ -7,12 +10,13 @@ import os
 import sys
 from dataclasses import fields, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from . import config, engine
-from .findings import Report
-from .report import color, stats
-from .report import json_format as json_report
-from .report import text as text_report
+from . import config, inputs, results
+from .report import color
+
+if TYPE_CHECKING:
+    from .findings import Report
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 STDIN = Path("-")
@@ -76,9 +80,44 @@ def exit_code(report: Report, remaining: bool = False, exit_zero: bool = False, 
 def checked(paths: list[Path], options: config.Options, with_fixes: bool = False) -> tuple[Report, Report | None]:
     """A check report and, `with_fixes`, the fixes `fix --unsafe-fixes` would make (computed in
     memory from the same analysis, nothing written)."""
+    from . import engine
+
     if with_fixes:
         return engine.check_with_fixes(paths, options)
     return engine.check(paths, options), None
+
+
+REUSED_FORMATS = ("text", "full", "json")
+"""Formats whose output depends on the findings alone (SARIF also holds the fixes a second
+analysis makes; GitHub's also writes the step summary)."""
+
+
+def rendered_check(paths: list[Path], options: config.Options, fmt: str, verbose: bool, statistics: bool,
+                   quiet: bool, reuse: bool = True) -> tuple[str, int]:
+    """A check's output in `fmt` and its exit code before `--exit-zero`. With the cache on and
+    `reuse`, the output of an earlier run of the same command is reused while nothing it was
+    computed from has changed (`results`), and a new one is kept for the next run."""
+    if not (reuse and options.cache and fmt in REUSED_FORMATS):
+        report, fixes = checked(paths, options, with_fixes=fmt == "sarif")
+        out = render(report, fmt, verbose, "check", statistics, fixes, quiet)
+        return out, exit_code(report, warnings_as_errors=options.warnings_as_errors)
+    from .cachedir import default_folder
+    from .discover import discover
+
+    folder = default_folder()
+    found = discover(paths, options.exclude)
+    name = results.key(options, found.files, paths, (fmt, verbose, statistics, quiet, found.errors))
+    kept = results.get(folder, name)
+    if kept is not None:
+        return kept.output, kept.code
+    from . import engine
+
+    with inputs.recorded(skipped=(folder, results.PACKAGE)) as seen:
+        report = engine.check(paths, options, found)
+        out = render(report, fmt, verbose, "check", statistics, None, quiet)
+    code = exit_code(report, warnings_as_errors=options.warnings_as_errors)
+    results.put(folder, name, results.Entry(out, code, seen.stamps))
+    return out, code
 
 
 def render(
@@ -90,6 +129,10 @@ def render(
     `statistics` adds counts per rule. `fixes` (from `checked`, or a `fix` run that wrote nothing)
     gives SARIF results their fixes; without it, SARIF after a fix lists only what is left.
     `quiet` leaves out the summary of text output."""
+    from .report import json_format as json_report
+    from .report import stats
+    from .report import text as text_report
+
     rows = stats.rows(report, mode) if statistics else None
     if fmt == "json":
         doc = json_report.document(report, verbose)

@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .config import Glob
-from .families import FILES
 from .findings import FileError
 from .memo import Memo
 from .vllm_names import PARAM, PP_INTERFACE, PRODUCER, TENSORS_CLASS
@@ -34,11 +33,6 @@ SHARED = b"ntermediate"
 LOADS = (b"def load_weights", b"named_parameters")
 """A weight loader over the parameter dict (PP008): both must occur."""
 SKIP_DIRS = {"__pycache__", ".git", ".hg", ".venv", "venv", ".tox", "node_modules", ".mypy_cache"}
-NEEDLES = hashlib.sha256(repr((
-    MARKERS, DEFINES, SKIPS_INIT, INIT_CALL, ENGINE_CONFIG, CONFIG_IMPORT.pattern, SHARED, LOADS, FILES,
-)).encode()).hexdigest()[:16]
-"""A digest of what `relevant` searches for: a memo of its answers is named by it (and by this
-module's source), so a changed search never reads an old answer."""
 MAX_SOURCE_BYTES = 8 * 2**20
 """Relevant files above this size (generated code) are skipped with an error, not parsed."""
 
@@ -203,7 +197,12 @@ def _physical(file: Path) -> str:
 def contract_files(folder: Path | None) -> Memo[bool]:
     """Whether each file can take part in the contract (`relevant`), kept by its stat between
     runs in the cache `folder` (None: for this run only)."""
-    return Memo(folder, f"contract-files-{NEEDLES}", __file__)
+    from .families import FILES
+
+    # named by a digest of what `relevant` searches for (and by this module's source): a changed
+    # search never reads an old answer
+    needles = repr((MARKERS, DEFINES, SKIPS_INIT, INIT_CALL, ENGINE_CONFIG, CONFIG_IMPORT.pattern, SHARED, LOADS, FILES))
+    return Memo(folder, f"contract-files-{hashlib.sha256(needles.encode()).hexdigest()[:16]}", __file__)
 
 
 def read_source(path: Path, known: Memo[bool] | None = None) -> bytes | None:
@@ -293,6 +292,8 @@ def relevant(source: bytes | mmap.mmap) -> bool:
     names intermediate tensors, or a model (built from the engine's config) that calls a base's
     `__init__` by name and may skip the one that delegated, or a weight loader, or a file a
     family asks for (`families.FILES`): a byte search, no parsing. Bases elsewhere load on demand."""
+    from .families import FILES  # the families' facts: not for discovery alone (a reused check)
+
     # Most files match nothing, and each search that fails reads the whole file: the rarest
     # needle goes first, and one search for `ntermediate` stands for the two names that share it.
     shared = source.find(SHARED) >= 0

@@ -12,11 +12,12 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
-from . import entries, rules, unverified
+from . import entries, inputs, rules, unverified
 from . import registry as registry_module
-from .cache import FactsCache, default_folder
+from .cache import FactsCache
+from .cachedir import default_folder
 from .config import Options
-from .discover import contract_files, discover, read_regular, read_source, regular_sources, relevant
+from .discover import Discovery, contract_files, discover, read_regular, read_source, regular_sources, relevant
 from .entries import Entries, fork_registry
 from .extra import extra_roots
 from .facts import ModuleFacts
@@ -88,9 +89,10 @@ def _few_collections(run: Callable[P, R]) -> Callable[P, R]:
 
 
 @_few_collections
-def check(paths: list[Path], options: Options) -> Report:
+def check(paths: list[Path], options: Options, found: Discovery | None = None) -> Report:
+    """The findings under `paths` (`found`: their discovery, where the caller made it)."""
     report = Report()
-    session = analyze(paths, options, report)
+    session = analyze(paths, options, report, found)
     report.findings, report.notes = evaluate(session)
     _describe(session, report)
     session.index.flush()
@@ -388,8 +390,8 @@ def _module_of(path: Path, root: Path) -> str | None:
         return None
 
 
-def analyze(paths: list[Path], options: Options, report: Report) -> Session:
-    found = discover(paths, options.exclude)
+def analyze(paths: list[Path], options: Options, report: Report, found: Discovery | None = None) -> Session:
+    found = discover(paths, options.exclude) if found is None else found
     report.errors.extend(found.errors)
     files = _once(found.files) if len(paths) > 1 else found.files  # one path reaches a file once
     report.files_scanned = len(files)
@@ -478,6 +480,7 @@ def _once(files: list[Path]) -> list[Path]:
 
 def _registry(paths: list[Path], options: Options) -> Path | None:
     for candidate in options.registry:
+        inputs.note(candidate)
         if candidate.exists():
             return candidate  # one that is not a registry (a folder, a FIFO) is reported when loaded
     for path in paths:
@@ -582,16 +585,17 @@ def _check(ctx: rules.Context, modules: list[ModuleType], jobs: int) -> list[Fin
         found.update((m.RULE.code, m.check(ctx)) for m in rest if m.RULE.code not in found)
     else:
         ctx.index.adopt(sent[1])
+        inputs.merge(sent[2])
         found.update(sent[0])
     return [finding for m in modules for finding in found[m.RULE.code]]
 
 
 def _untraced(ctx: rules.Context, modules: list[ModuleType], shares: apart.Shares
-              ) -> tuple[dict[str, list[Finding]], dict]:
+              ) -> tuple[dict[str, list[Finding]], dict, dict | None]:
     """In the child: the findings of the rules of `modules` it took before this process took
-    the rest, and the classes completed meanwhile. A rule that traced after all would have
-    changed what the traced rules see: the child then fails (and this process runs them, after
-    the others)."""
+    the rest, the classes completed meanwhile, and what it read (`inputs`). A rule that traced
+    after all would have changed what the traced rules see: the child then fails (and this
+    process runs them, after the others)."""
     before = ctx.index.pending()
     found = {}
     for position, module in enumerate(modules):
@@ -600,7 +604,7 @@ def _untraced(ctx: rules.Context, modules: list[ModuleType], shares: apart.Share
         found[module.RULE.code] = module.check(ctx)
     if ctx.resolver.traced():
         raise RuntimeError(f"a rule of {sorted(found)} traces: set its Rule.traces")
-    return found, ctx.index.completed_since(before)
+    return found, ctx.index.completed_since(before), inputs.recording()
 
 
 def _subjects(targets: list[ModuleFacts]) -> list[ClassRef]:

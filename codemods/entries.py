@@ -19,7 +19,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import pplist
+from . import inputs, pplist
 from .index import ClassRef, Index, import_root, module_of
 from .memo import Memo
 from .registry import RegistryEntry, RegistryError, has_tables, is_vllm_registry, load_registry, root_of
@@ -193,6 +193,7 @@ def _vllm_drafts(index: Index) -> set[str]:
     (an extra path, the installed vLLM): a plugin that registers one replaces a drafter."""
     for root in index.roots:
         path = root / REGISTRY
+        inputs.note(path)
         if path.is_file():
             try:
                 return {e.arch for e in load_registry(path) if DRAFT_TABLE in e.table}
@@ -228,7 +229,9 @@ def _entry_points(paths: list[Path], targets) -> list:
     folders: list[Path] = []
     for path in paths:
         path = path.resolve()
+        inputs.note(path)
         folder = path if path.is_dir() else path.parent
+        inputs.note(folder / "__init__.py")
         folders += [folder, import_root(folder / "__init__.py") if (folder / "__init__.py").is_file() else folder]
     folders += [Path(targets[0].path).resolve().parent] if targets and not folders else []
     seen: list = []

@@ -8,6 +8,7 @@ import importlib.util
 import re
 from pathlib import Path
 
+from . import inputs
 from .index import import_root
 
 IMPORTS_VLLM = re.compile(rb"^[ \t]*(?:from|import)[ \t]+vllm\b", re.M)
@@ -20,10 +21,13 @@ def extra_roots(folders: tuple[Path, ...], roots: set[Path], sources: list[tuple
     said: list[str] = []
     for folder in folders:
         folder = folder.resolve()
+        inputs.note(folder / "__init__.py")
         root = import_root(folder / "__init__.py") if (folder / "__init__.py").is_file() else folder
         if root not in roots and root not in found:
             found.append(root)
             said.append(f"extra path {root}: resolves bases, producers and helpers only")
+    for root in [*roots, *found]:
+        inputs.note(root / "vllm")
     if any((r / "vllm").is_dir() for r in [*roots, *found]):
         return found, said
     if not installed or not any(IMPORTS_VLLM.search(data) for _, data in sources):
@@ -37,6 +41,7 @@ def extra_roots(folders: tuple[Path, ...], roots: set[Path], sources: list[tuple
 
 def installed_vllm() -> Path | None:
     """The folder holding the `vllm` package the running Python would import, without importing it."""
+    inputs.note_search_path()
     try:
         spec = importlib.util.find_spec("vllm")
     except (ImportError, ValueError):

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
-from . import analysis
+from . import analysis, inputs
 from .cache import FactsCache
 from .facts import ClassFacts, FunctionFacts, ModuleFacts, Producer
 from .vllm_names import PP_INTERFACE, PRODUCER
@@ -89,13 +89,18 @@ def _package_root(folder: Path) -> Path:
     `pkg/models/__init__.py`, `pkg/models/x.py` imports as `pkg.models.x`); with no regular
     package above, `folder` is the root itself."""
     above = folder
-    while not (above / "__init__.py").is_file():
+    while not _has_init(above):
         if above.parent == above:
             return folder
         above = above.parent
-    while (above / "__init__.py").is_file() and above.parent != above:
+    while _has_init(above) and above.parent != above:
         above = above.parent
     return above
+
+
+def _has_init(folder: Path) -> bool:
+    inputs.note(folder / "__init__.py")
+    return (folder / "__init__.py").is_file()
 
 
 def module_of(path: Path, roots: dict[Path, Path]) -> tuple[Path, str]:
@@ -197,6 +202,7 @@ class Index:
         for root in self.roots:
             base = root.joinpath(*name.split("."))
             for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+                inputs.note(candidate)
                 if candidate.is_file() and not candidate.is_symlink():
                     try:
                         facts = self.parse(candidate.read_bytes(), str(candidate), name, headers_only=True)

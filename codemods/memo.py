@@ -20,6 +20,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Generic, TypeVar
 
+from . import inputs
+
 T = TypeVar("T")
 P = TypeVar("P", str, Path)
 R = TypeVar("R")
@@ -68,6 +70,7 @@ class Memo(Generic[T]):
         """`get`, with what `read` gave where the file had to be read (None where the stored
         value answered): a caller that needs the bytes for some answers reads them once. A file
         is stored under its absolute path, the same whatever folder a run starts in."""
+        inputs.note(path)  # a stored value answers without a read that `inputs` would see
         info = os.stat(path)
         stamp = (info.st_mtime_ns, info.st_ctime_ns, info.st_size, info.st_ino)
         key = os.path.abspath(path)

@@ -15,6 +15,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import inputs
 from .discover import read_regular
 from .index import ClassRef, Index
 from .registry import RegistryEntry, root_of
@@ -56,6 +57,8 @@ def read_list(data: bytes) -> list[str] | None:
 def list_files(files: list[Path], registry: Path | None) -> list[Path]:
     """The checked `config.py` files, and those of the old registry's package."""
     found = [path for path in files if path.name == CONFIG]
+    if registry is not None and registry.name == "__init__.py":
+        inputs.note(registry.parent / REGISTRY.name)
     if registry is not None and registry.name == "__init__.py" and not (registry.parent / REGISTRY.name).is_file():
         root = root_of(registry)
         package = root / registry.resolve().relative_to(root).parts[0]
@@ -90,6 +93,7 @@ def allowed(index: Index, files: list[Path], registry: Path | None, registered: 
 
 def _small(path: Path) -> bytes:
     """The bytes of a regular file under MAX_SCANNED; empty for anything else."""
+    inputs.note(path)
     try:
         return read_regular(path) if path.stat().st_size <= MAX_SCANNED else b""
     except OSError:

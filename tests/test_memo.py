@@ -98,9 +98,16 @@ def test_one_file_check_sees_a_subclass_in_another_module_change(tmp_path: Path,
     assert engine.check([base], Options()).findings == []
 
 
+def _touched(path: Path) -> None:
+    """A new stamp, the same bytes: the facts cache still answers, a kept check output does not."""
+    info = path.stat()
+    os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns + 10**9))
+
+
 def test_a_warm_one_file_check_imports_only_what_checking_needs(tmp_path: Path) -> None:
     """The pre-commit case: a second check of one file parses nothing and loads no libcst, git,
-    smoke, fix, plugin or worker-pool code."""
+    smoke, fix, plugin or worker-pool code; a third, of a file unchanged since, reuses the
+    second's output and imports neither the engine nor the facts (`results`)."""
     script = (
         "import json, sys\n"
         "from contractfix import cli\n"
@@ -114,10 +121,11 @@ def test_a_warm_one_file_check_imports_only_what_checking_needs(tmp_path: Path) 
     )
     env = dict(os.environ, CONTRACTFIX_CACHE_DIR=str(tmp_path / "cache"))
     target = _registered_tree(tmp_path) / "demo_base.py"
-    runs = [
-        subprocess.run([sys.executable, "-c", script, str(target)], env=env, capture_output=True, text=True)
-        for _ in range(2)
-    ]
+    runs = []
+    for touch in (False, True, False):
+        if touch:
+            _touched(target)
+        runs.append(subprocess.run([sys.executable, "-c", script, str(target)], env=env, capture_output=True, text=True))
     assert "PP002" in runs[1].stdout, runs[1].stdout + runs[1].stderr
     loaded = set(json.loads(runs[1].stderr.splitlines()[-1]))
     unwanted = {"libcst", "git", "contractfix.smoke", "contractfix.apply", "contractfix.analysis.module",
@@ -125,6 +133,10 @@ def test_a_warm_one_file_check_imports_only_what_checking_needs(tmp_path: Path) 
                 "contractfix.rewriting"}
     assert "contractfix.engine" in loaded, "the check did not run"
     assert sorted(unwanted & loaded) == []
+    assert runs[2].stdout == runs[1].stdout
+    reused = set(json.loads(runs[2].stderr.splitlines()[-1]))
+    assert sorted(m for m in reused if m.startswith(("contractfix.engine", "contractfix.facts", "contractfix.rules",
+                                                     "contractfix.families", "contractfix.analysis"))) == []
 
 
 def test_a_warm_one_file_check_given_a_relative_path_reads_no_unrelated_file(tmp_path: Path) -> None:
@@ -151,10 +163,9 @@ def test_a_warm_one_file_check_given_a_relative_path_reads_no_unrelated_file(tmp
     )
     env = dict(os.environ, CONTRACTFIX_CACHE_DIR=str(tmp_path / "cache"))
     model = "vllm/model_executor/models/lumen.py"
-    runs = [
-        subprocess.run([sys.executable, "-c", script, model], env=env, cwd=tree, capture_output=True, text=True)
-        for _ in range(2)
-    ]
+    runs = [subprocess.run([sys.executable, "-c", script, model], env=env, cwd=tree, capture_output=True, text=True)]
+    _touched(tree / model)  # the facts cache answers; the kept output of the first run does not
+    runs.append(subprocess.run([sys.executable, "-c", script, model], env=env, cwd=tree, capture_output=True, text=True))
     assert "PP008" in runs[1].stdout, runs[1].stdout + runs[1].stderr
     opened = json.loads(runs[1].stderr.splitlines()[-1])
     assert [p for p in opened if "filler" in p] == []

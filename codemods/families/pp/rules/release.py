@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
+from .... import inputs
 from ....index import ClassRef
 from ....rules.base import Context
 from ....vllm_names import PP_INTERFACE
@@ -20,7 +21,11 @@ def release_text(ctx: Context, *parts: str) -> str | None:
 
 def release_folder(ctx: Context, *parts: str) -> Path | None:
     """The folder `<package>/<parts>` of the release, or None where there is none."""
-    return next((f for f in (p.joinpath(*parts) for p in _packages(ctx, _interface(ctx))) if f.is_dir()), None)
+    for folder in (p.joinpath(*parts) for p in _packages(ctx, _interface(ctx))):
+        inputs.note(folder)
+        if folder.is_dir():
+            return folder
+    return None
 
 
 def interface_text(ctx: Context) -> str | None:
