@@ -180,7 +180,7 @@ def _rewrite_all(session: Session, done: dict, fixable: list[Finding], report: R
 
     jobs = [
         rewriting.Job(path, done[path].after if path in done else session.sources[str(path)], tuple(edits),
-                      session.index.by_path[str(path)].module)
+                      session.index.by_path[str(path)].module, session.index.cache.folder)
         for path, edits in edits_of(fixable).items()
     ]
     rewrites, facts = {}, {}

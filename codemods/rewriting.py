@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import analysis, progress
+from .cache import FactsCache
 from .edits import Edit
 from .facts import ModuleFacts
 from .workers import UNPARSABLE, die_with, parse_problem, pool_size
@@ -33,6 +34,9 @@ class Job:
     edits: tuple[Edit, ...]
     module: str
     """The file's dotted module name, for its facts."""
+    cache: Path | None = None
+    """The facts cache, which holds the facts of `source` where the check read it: the classes
+    before the first edited line keep theirs (`analysis.reanalyze`), read by each worker."""
 
 
 @dataclass(frozen=True)
@@ -55,9 +59,15 @@ def run(jobs: Sequence[Job], workers: int) -> Iterator[Done]:
 
     from . import apply  # noqa: F401 (libcst imported once here, not in each forked worker)
 
+    # the longest files first, so that the last chunks, which one worker may finish alone, are short
+    order = sorted(range(len(jobs)), key=lambda position: -len(jobs[position].source))
+    done: dict[int, Done] = {}
     with ProcessPoolExecutor(count, initializer=die_with, initargs=(os.getpid(),)) as pool:
-        chunk = max(1, len(jobs) // (count * 8))
-        yield from progress.track(pool.map(rewrite, jobs, chunksize=chunk), "files fixed", len(jobs))
+        chunk = max(1, len(jobs) // (count * 16))
+        outcomes = pool.map(rewrite, [jobs[position] for position in order], chunksize=chunk)
+        for position, outcome in zip(order, progress.track(outcomes, "files fixed", len(jobs)), strict=True):
+            done[position] = outcome
+    yield from (done[position] for position in range(len(jobs)))
 
 
 def rewrite(job: Job) -> Done:
@@ -82,10 +92,20 @@ def rewrite(job: Job) -> Done:
     if result.after == result.before:
         return Done()
     try:
-        facts = analysis.analyze_source(result.after, str(job.path), job.module)
+        facts = _analyzed(job, result.after)
     except UNPARSABLE as error:
         return Done(problem=f"fix not applied: the fixed file cannot be analyzed: {parse_problem(error)}")
     return Done(rewrite=result, facts=facts)
+
+
+def _analyzed(job: Job, after: bytes) -> ModuleFacts:
+    """The facts of the rewritten text, from those the cache holds for the text before where it
+    holds them."""
+    cache = FactsCache(job.cache)
+    earlier = cache.get(cache.key(job.source, job.module), str(job.path))
+    if earlier is None:
+        return analysis.analyze_source(after, str(job.path), job.module)
+    return analysis.reanalyze(after, str(job.path), job.module, job.source, earlier)
 
 
 def _unparsable(job: Job) -> str:

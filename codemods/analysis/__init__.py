@@ -2,7 +2,8 @@
 
 One module per kind of fact, each feeding the one above it:
 
-- `module`: `ModuleFacts` of one source (imports, suppressions, its classes); the entry point.
+- `module`: `ModuleFacts` of one source (imports, suppressions, its classes); the entry point,
+  and `reanalyze` for a rewrite of a source already read.
 - `needs`: which classes must be parsed (the others when a `ClassRef` reads their facts).
 - `outline`: where the top-level statements are, found without parsing.
 - `classes`: `ClassFacts` of one class (bases, methods, `__init__` structure).
@@ -24,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["analyze_source", "complete", "fill"]
+__all__ = ["analyze_source", "complete", "fill", "reanalyze"]
 
 
 def __getattr__(name: str) -> Any:
