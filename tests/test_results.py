@@ -10,6 +10,7 @@ import io
 import os
 import shutil
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -107,6 +108,34 @@ def test_an_entry_that_cannot_be_read_is_a_miss(tree: Path, monkeypatch) -> None
     for kept in (tree.parent / "cache" / "results").iterdir():
         kept.write_bytes(b"not a pickle")
     assert _check([DERIVED]) == first
+
+
+def test_a_fifo_or_a_link_planted_as_an_entry_is_a_miss_that_never_blocks(tree: Path, tmp_path: Path) -> None:
+    first = _check([DERIVED])
+    kept = next((tree.parent / "cache" / "results").iterdir())
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.write_bytes(kept.read_bytes())
+    kept.unlink()
+    kept.symlink_to(elsewhere)
+    assert _check([DERIVED]) == first
+    assert not kept.is_symlink(), "the entry written again replaces the link, not what it leads to"
+    kept.unlink()
+    os.mkfifo(kept)
+    outcome: list[tuple[str, int]] = []
+    worker = threading.Thread(target=lambda: outcome.append(_check([DERIVED])), daemon=True)
+    worker.start()
+    worker.join(timeout=60)
+    assert not worker.is_alive(), "the run blocked on a FIFO in the results cache"
+    assert outcome == [first]
+
+
+def test_a_results_folder_planted_as_a_link_is_never_written_through(tree: Path, tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tree.parent / "cache").mkdir()
+    (tree.parent / "cache" / "results").symlink_to(elsewhere, target_is_directory=True)
+    assert "PP001" in _check([DERIVED])[0]
+    assert list(elsewhere.iterdir()) == []
 
 
 def test_the_oldest_entries_go_past_the_bound(tree: Path, monkeypatch) -> None:
