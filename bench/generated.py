@@ -62,6 +62,13 @@ def cpu_seconds(argv: list[str], env: dict[str, str], cwd: Path) -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def _restamped(path: Path) -> None:
+    """A new modification time, the same bytes: the facts cache still answers a second run, and a
+    check's kept output (`results.py`) does not, so each run analyzes and runs the rules."""
+    info = path.stat()
+    os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns + 10**9))
+
+
 def exponent(sizes: list[int], seconds: list[float]) -> float:
     """The least-squares slope of log(seconds) against log(size)."""
     xs = [math.log(s) for s in sizes]
@@ -80,7 +87,11 @@ def growth(scratch: Path, contractfix: str = "contractfix") -> dict:
         path = folder / f"{name}.py"
         path.write_text(text, "utf-8")
         argv = [contractfix, "fix", "--diff", str(path)] if command == "fix" else [contractfix, "check", str(path)]
-        return statistics.median(cpu_seconds(argv, env, folder) for _ in range(3))
+        runs = []
+        for _ in range(3):
+            _restamped(path)
+            runs.append(cpu_seconds(argv, env, folder))
+        return statistics.median(runs)
 
     base = {command: timed(command, classes(1), "one") for command in ("fix", "check")}
     out = {}

@@ -58,8 +58,13 @@ def _figures(figures: dict) -> list[str]:
         out += [f"**One file, warm** (the pre-commit case: `contractfix check {one['file']}`, interpreter start-up "
                 "included, against `python -c pass`; goal: at most "
                 f"{one['goal_s']} s and {one['goal_ratio']:.0f}x):", "",
-                "| contractfix | python -c pass | ratio |", "|---:|---:|---:|",
-                f"| {one['ours']:.3f} s | {one['reference']:.3f} s | {one['ratio']:.2f}x |", ""]
+                "| file | contractfix | python -c pass | ratio |", "|---|---:|---:|---:|",
+                f"| unchanged (the kept output) | {one['ours']:.3f} s | {one['reference']:.3f} s | {one['ratio']:.2f}x |"]
+        edited = one.get("edited")
+        if edited:
+            out.append(f"| a line added before each run (its facts read again, the rules run) | {edited['ours']:.3f} s "
+                       f"| {edited['reference']:.3f} s | {edited['ratio']:.2f}x |")
+        out.append("")
     fix = figures.get("fix_vs_check", {})
     if fix:
         out += ["**Fix against check, whole tree** (`contractfix fix --diff --unsafe-fixes` against `contractfix "
