@@ -19,8 +19,12 @@ import sys
 import tempfile
 from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import __version__, inputs
+
+if TYPE_CHECKING:
+    from .config import Options
 
 KEPT = 64
 """Entries kept: past it, writing one removes the oldest (each commit's pre-commit run names
@@ -36,7 +40,7 @@ class Entry:
     stamps: dict[str, inputs.Stamp]
 
 
-def key(options, files: list[Path], paths: list[Path], shown: tuple) -> str:
+def key(options: Options, files: list[Path], paths: list[Path], shown: tuple) -> str:
     """The entry's name: the options that shape the result (not where each came from), the
     files discovery found, the paths given, how the output is shown (format, verbosity), the
     folder the run is in, what imports search, and the package and interpreter that run."""
@@ -91,9 +95,13 @@ def put(cache_folder: Path, name: str, entry: Entry) -> None:
         if not stat.S_ISDIR(where.lstat().st_mode):
             return  # a planted link: never write into what it leads to
         fd, temp = tempfile.mkstemp(dir=where, suffix=".tmp")
-        with os.fdopen(fd, "wb") as handle:
-            pickle.dump(entry, handle, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(temp, where / name)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                pickle.dump(entry, handle, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(temp, where / name)
+        except OSError:
+            os.unlink(temp)  # a full disk: no half-written entry left behind
+            raise
         with os.scandir(where) as listed:
             kept = sorted((e for e in listed if not e.name.endswith(".tmp")), key=lambda e: e.stat().st_mtime_ns)
         for old in kept[:-KEPT]:
