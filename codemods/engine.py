@@ -362,11 +362,12 @@ def _outside(session: Session) -> list[tuple[Path, bytes]]:
     index."""
     targets = {m.path for m in session.targets}
     modules = {m.module for m in session.targets}
+    discovered = {os.path.abspath(path) for path in session.files}  # each a target or shown to take no part
     known = session.known or contract_files(session.index.cache.folder)
     out = []
     for root in session.index.roots:
         for path in regular_sources(root):
-            if str(path) in targets:
+            if str(path) in targets or os.path.abspath(path) in discovered:
                 continue
             try:
                 # the byte search, kept by the file's stat: `fix` of one file in vLLM's tree read

@@ -32,35 +32,35 @@ LAZY = re.compile(r"(async\s+)?def\s+__getattr__\b")
 
 
 class Earlier(NamedTuple):
-    """What a rewritten text shares with the text before it: the lines both start with, and the
-    classes the facts of that text hold whole, by their `class` line."""
+    """What a rewritten text shares with the text before it, line for line at the same place:
+    lines 1 to `head`, and lines `tail` to the end; and the classes the facts of that text hold
+    whole, by their `class` line."""
 
-    shared: int
+    head: int
+    tail: int
     classes: dict[int, ClassFacts]
+
+    def holds(self, statement: Statement) -> bool:
+        return statement.head in self.classes and (statement.end <= self.head or statement.start >= self.tail)
 
 
 def reanalyze(source: bytes, path: str, module: str, before: bytes, earlier: ModuleFacts) -> ModuleFacts:
     """The facts of `source`, a rewrite of `before` whose facts are `earlier` (a copy this call
-    may take from: a pickled one): a class the analysis would parse that lies wholly in the
-    lines the two texts start with keeps the facts `earlier` holds for it, its text and place
-    being the same. A fix lands in a file's last classes (vLLM's models: past three quarters
-    of its lines), so this reads a quarter of what `analyze_source` would."""
-    shared = _shared_lines(before, source)
+    may take from: a pickled one): a class the analysis would parse, or a class it parses ahead,
+    that lies wholly in lines the two texts share at the same place (before the first changed
+    line, or after the last where no line was added or removed) keeps the facts `earlier`
+    holds for it, its text and place being the same. A fix lands in a file's last classes,
+    most often without a line more (a default, a keyword, a key): this analyzes a quarter of
+    the classes `analyze_source` would."""
+    old, new = before.split(b"\n"), source.split(b"\n")
+    head = 0
+    while head < min(len(old), len(new)) and old[head] == new[head]:
+        head += 1
+    tail = len(new)
+    while len(old) == len(new) and tail > head and old[tail - 1] == new[tail - 1]:
+        tail -= 1
     whole = {cls.line: cls for name, cls in earlier.classes.items() if name not in earlier.pending}
-    return analyze_source(source, path, module, earlier=Earlier(shared, whole))
-
-
-def _shared_lines(first: bytes, second: bytes) -> int:
-    """The whole lines two texts start with: the longest common prefix, by halving (each test a
-    memory compare), to its last line end."""
-    low, high = 0, min(len(first), len(second))
-    while low < high:
-        middle = (low + high + 1) // 2
-        if first[:middle] == second[:middle]:
-            low = middle
-        else:
-            high = middle - 1
-    return first.count(b"\n", 0, low)
+    return analyze_source(source, path, module, earlier=Earlier(head, tail + 1, whole))
 
 
 def analyze_source(source: bytes, path: str, module: str, headers_only: bool = False,
@@ -185,7 +185,7 @@ def _partial(facts: ModuleFacts, text: str, lines: list[str], headers_only: bool
             block = "" if headers_only else "\n".join(rows[statement.start - 1 : statement.end])
             if not any(m in block for m in markers):
                 stubs[statement.head] = statement
-            elif earlier and statement.end <= earlier.shared and statement.head in earlier.classes:
+            elif earlier and earlier.holds(statement):
                 stubs[statement.head] = statement
                 kept.append(statement)
             else:
@@ -194,16 +194,14 @@ def _partial(facts: ModuleFacts, text: str, lines: list[str], headers_only: bool
     _char_columns(tree, facts.source)
     _read(facts, tree, lines, stubs)
     for statement in kept:
-        taken = earlier.classes[statement.head] if earlier else None
-        if taken is not None and facts.pending.get(taken.name, ())[:2] == (statement.start, statement.end):
-            fill(facts, taken.name, taken)
+        _taken(facts, statement, earlier)
     if headers_only:
         return
     packages = needs.base_packages()
     _parse_pending(facts, rows, lines, stubs, {
         name for name, _ in _pending_stubs(facts, stubs)
         if any(_imported_from(facts, base, packages) or base in facts.classes for base in facts.classes[name].bases)
-    })
+    }, earlier)
     for _ in range(BUILT_DEPTH):
         parsed = [cls for name, cls in facts.classes.items() if name not in facts.pending]
         built = {
@@ -214,7 +212,7 @@ def _partial(facts: ModuleFacts, text: str, lines: list[str], headers_only: bool
         }
         if not built:
             break
-        _parse_pending(facts, rows, lines, stubs, built)
+        _parse_pending(facts, rows, lines, stubs, built, earlier)
 
 
 BUILT_DEPTH = 1
@@ -222,10 +220,21 @@ BUILT_DEPTH = 1
 the completions off the main process; each further level costs memory for fewer."""
 
 
+def _taken(facts: ModuleFacts, statement: Statement, earlier: Earlier | None) -> bool:
+    """Whether pending class `statement` took the facts `earlier` holds for it (see `reanalyze`)."""
+    taken = earlier.classes[statement.head] if earlier and earlier.holds(statement) else None
+    if taken is None or facts.pending.get(taken.name, ())[:2] != (statement.start, statement.end):
+        return False
+    fill(facts, taken.name, taken)
+    return True
+
+
 def _parse_pending(facts: ModuleFacts, rows: list[str], lines: list[str], stubs: dict[int, Statement],
-                   names: set[str]) -> None:
-    """Parse the pending classes `names` of this module, in one parse."""
-    chosen = [stub for name, stub in _pending_stubs(facts, stubs) if name in names]
+                   names: set[str], earlier: Earlier | None = None) -> None:
+    """Parse the pending classes `names` of this module, in one parse (those `earlier` holds
+    take its facts instead)."""
+    pending = [stub for name, stub in _pending_stubs(facts, stubs) if name in names]
+    chosen = [stub for stub in pending if not _taken(facts, stub, earlier)]
     if not chosen:
         return
     tree = ast.parse(_keep(rows, [(stub.start, stub.end) for stub in chosen]), filename=facts.path)
