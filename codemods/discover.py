@@ -197,11 +197,11 @@ def _physical(file: Path) -> str:
 def contract_files(folder: Path | None) -> Memo[bool]:
     """Whether each file can take part in the contract (`relevant`), kept by its stat between
     runs in the cache `folder` (None: for this run only)."""
-    from .families import FILES
+    from .families import files
 
     # named by a digest of what `relevant` searches for (and by this module's source): a changed
     # search never reads an old answer
-    needles = repr((MARKERS, DEFINES, SKIPS_INIT, INIT_CALL, ENGINE_CONFIG, CONFIG_IMPORT.pattern, SHARED, LOADS, FILES))
+    needles = repr((MARKERS, DEFINES, SKIPS_INIT, INIT_CALL, ENGINE_CONFIG, CONFIG_IMPORT.pattern, SHARED, LOADS, files()))
     return Memo(folder, f"contract-files-{hashlib.sha256(needles.encode()).hexdigest()[:16]}", __file__)
 
 
@@ -291,8 +291,8 @@ def relevant(source: bytes | mmap.mmap) -> bool:
     """Whether a file can hold a class under contract: one with a forward or a producer that
     names intermediate tensors, or a model (built from the engine's config) that calls a base's
     `__init__` by name and may skip the one that delegated, or a weight loader, or a file a
-    family asks for (`families.FILES`): a byte search, no parsing. Bases elsewhere load on demand."""
-    from .families import FILES  # the families' facts: not for discovery alone (a reused check)
+    family analyzed for asks for (`families.files`): a byte search, no parsing. Bases elsewhere load on demand."""
+    from .families import files  # the families' facts: not for discovery alone (a reused check)
 
     # Most files match nothing, and each search that fails reads the whole file: the rarest
     # needle goes first, and one search for `ntermediate` stands for the two names that share it.
@@ -302,7 +302,7 @@ def relevant(source: bytes | mmap.mmap) -> bool:
     )
     skips = source.find(INIT_CALL) >= 0 and any(source.find(s) >= 0 for s in SKIPS_INIT) and engine_config(source)
     return named or skips or all(source.find(m) >= 0 for m in LOADS) or any(
-        all(source.find(m) >= 0 for m in markers) for markers in FILES
+        all(source.find(m) >= 0 for m in markers) for markers in files()
     )
 
 

@@ -10,9 +10,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
 
-from . import entries, inputs, rules, unverified
+from . import entries, families, inputs, rules, unverified
 from . import registry as registry_module
 from .cache import FactsCache
 from .cachedir import default_folder
@@ -21,6 +21,7 @@ from .discover import Discovery, contract_files, discover, read_regular, read_so
 from .entries import Entries, fork_registry
 from .extra import extra_roots
 from .facts import ModuleFacts
+from .families import FAMILIES, family_of
 from .findings import Applicability, FileChange, FileError, Finding, Report
 from .index import ClassRef, Index, contract_packages, module_name, module_of
 from .memo import Memo
@@ -88,6 +89,21 @@ def _few_collections(run: Callable[P, R]) -> Callable[P, R]:
     return wrapped
 
 
+def _selected_families(run: Callable[Concatenate[list[Path], Options, P], R]
+                       ) -> Callable[Concatenate[list[Path], Options, P], R]:
+    """Run with only the families that have a selected rule analyzed for (`families.only`):
+    `--select PP` neither reads the files nor parses the classes that PF and PM alone ask
+    for, nor reads their facts (on vLLM 0.33.0, a fifth of a cold check's time)."""
+    @functools.wraps(run)
+    def wrapped(paths: list[Path], options: Options, *args: P.args, **kwargs: P.kwargs) -> R:
+        chosen = {family_of(code).prefix for code in rules.ALL if options.wants(code)}
+        with families.only(tuple(f for f in FAMILIES if f.prefix in chosen)):
+            return run(paths, options, *args, **kwargs)
+
+    return wrapped
+
+
+@_selected_families
 @_few_collections
 def check(paths: list[Path], options: Options, found: Discovery | None = None) -> Report:
     """The findings under `paths` (`found`: their discovery, where the caller made it)."""
@@ -99,6 +115,7 @@ def check(paths: list[Path], options: Options, found: Discovery | None = None) -
     return report
 
 
+@_selected_families
 @_few_collections
 def check_with_fixes(paths: list[Path], options: Options) -> tuple[Report, Report]:
     """A check, and the fixes `fix --unsafe-fixes` would make (nothing written), from one analysis."""
@@ -113,6 +130,7 @@ def check_with_fixes(paths: list[Path], options: Options) -> tuple[Report, Repor
     return report, preview
 
 
+@_selected_families
 @_few_collections
 def fix(paths: list[Path], options: Options, write: bool = True) -> Report:
     """Apply the allowed fixes; each file is written only once its rewrite is verified."""

@@ -9,7 +9,7 @@ from typing import TypeVar
 
 from ..aliases import aliased
 from ..facts import ClassFacts, Producer
-from ..families import CLASS_FACTS
+from ..families import class_facts
 from ..walk import walk
 from .members import MemberWalker
 from .syntax import ATTR, IT, IT_CLASS, Function, base_name, blocks, dotted, dynamic_builder, name_defaults, named
@@ -49,7 +49,7 @@ class ClassAnalyzer:
         for producer in self.facts.producers:
             if producer.kind == "method" and producer.method in defs and producer.method != ATTR:
                 self.facts.methods[producer.method] = FunctionAnalyzer(defs[producer.method], producer=True).run()
-        for fact in CLASS_FACTS:
+        for fact in class_facts():
             if fact.wanted(text):
                 setattr(self.facts, fact.attribute, fact.read(self.node, self.lines))
         return self.facts

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 
-from ..families import NEEDS as FAMILY_NEEDS
+from .. import families
 from ..families.base import Need
 from .syntax import IT, IT_CLASS
 
@@ -22,8 +22,8 @@ NEEDS: list[Need] = [
         markers=(IT, IT_CLASS, "make_empty", "SupportsPP"),
     ),
     Need("models: subclasses of a models package's class are checked (engine._subjects)", base_packages=("models",)),
-    *FAMILY_NEEDS,
 ]
+"""The needs of every run, and those rules declare; each family analyzed for adds its own."""
 
 
 def declare(need: Need) -> None:
@@ -32,14 +32,20 @@ def declare(need: Need) -> None:
         NEEDS.append(need)
 
 
+def _in_force() -> list[Need]:
+    return [*NEEDS, *families.needs()]
+
+
 def markers() -> tuple[str, ...]:
-    return tuple(dict.fromkeys(m for need in NEEDS for m in need.markers))
+    return tuple(dict.fromkeys(m for need in _in_force() for m in need.markers))
 
 
 def base_packages() -> frozenset[str]:
-    return frozenset(p for need in NEEDS for p in need.base_packages)
+    return frozenset(p for need in _in_force() for p in need.base_packages)
 
 
 def digest() -> bytes:
-    """Of every need in force: facts read under other needs are other facts."""
-    return hashlib.sha256(repr([(n.markers, n.base_packages) for n in NEEDS]).encode()).digest()
+    """Of every need in force and of the families analyzed for: facts read under other needs,
+    or for other families, are other facts."""
+    active = [family.prefix for family in families.active()]
+    return hashlib.sha256(repr([active, *((n.markers, n.base_packages) for n in _in_force())]).encode()).digest()

@@ -14,15 +14,45 @@ snapshots, and nothing else.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from .base import ClassFact, Family, Need
 from .pf import FAMILY as PF
 from .pm import FAMILY as PM
 from .pp import FAMILY as PP
 
 FAMILIES: tuple[Family, ...] = (PP, PF, PM)
-CLASS_FACTS: tuple[ClassFact, ...] = tuple(fact for family in FAMILIES for fact in family.class_facts)
-NEEDS: tuple[Need, ...] = tuple(need for family in FAMILIES for need in family.needs)
-FILES: tuple[tuple[bytes, ...], ...] = tuple(family.files for family in FAMILIES if family.files)
+_active: tuple[Family, ...] = FAMILIES
+
+
+@contextmanager
+def only(families: tuple[Family, ...]) -> Iterator[None]:
+    """Analyze for `families` alone inside this block (a run whose selected rules are theirs):
+    the files, classes and facts the others ask for are neither read nor parsed. Worker
+    processes forked inside inherit it; outside, every family is analyzed for."""
+    global _active
+    previous, _active = _active, families
+    try:
+        yield
+    finally:
+        _active = previous
+
+
+def active() -> tuple[Family, ...]:
+    return _active
+
+
+def class_facts() -> tuple[ClassFact, ...]:
+    return tuple(fact for family in _active for fact in family.class_facts)
+
+
+def needs() -> tuple[Need, ...]:
+    return tuple(need for family in _active for need in family.needs)
+
+
+def files() -> tuple[tuple[bytes, ...], ...]:
+    return tuple(family.files for family in _active if family.files)
 
 
 
@@ -31,4 +61,4 @@ def family_of(code: str) -> Family:
     return next(family for family in FAMILIES if code.startswith(family.prefix))
 
 
-__all__ = ["CLASS_FACTS", "FAMILIES", "FILES", "NEEDS", "ClassFact", "Family", "Need", "family_of"]
+__all__ = ["FAMILIES", "ClassFact", "Family", "Need", "active", "class_facts", "family_of", "files", "needs", "only"]
