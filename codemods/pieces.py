@@ -152,8 +152,8 @@ def cut(source: bytes, edits: Sequence[Edit], reach: Callable[[Edit], str] = lam
 def _parsed(definition: Definition, lines: list[bytes], end: bytes) -> ast.stmt | None:
     """The class or function `definition` as `ast` reads it at its place in the file; None where
     the scan placed it otherwise than the parse does."""
-    text = b"".join(lines[definition.first - 1:definition.last])
-    body = ast.increment_lineno(ast.parse(text), definition.first - 1).body  # not a blank line per line above
+    text = end * (definition.first - 1) + b"".join(lines[definition.first - 1:definition.last])
+    body = ast.parse(text).body
     if len(body) != 1 or not isinstance(body[0], FOLDED) or body[0].name != definition.name:
         return None
     return body[0] if _span(body[0]) == (definition.first, definition.last) else None

@@ -101,9 +101,7 @@ def complete(module: ModuleFacts, name: str) -> ClassFacts:
     start, end, _, _ = module.pending.pop(name)
     rows, lines = _split(module.source)
     try:
-        # parsed alone and moved to its place: blank lines above it would make completing every
-        # class of a file quadratic in its length
-        tree = ast.increment_lineno(ast.parse("\n".join(rows[start - 1 : end]), filename=module.path), start - 1)
+        tree = ast.parse("\n" * (start - 1) + "\n".join(rows[start - 1 : end]), filename=module.path)
         node = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == name][-1]
     except (SyntaxError, ValueError, IndexError):
         tree = ast.parse(module.source, filename=module.path)
