@@ -15,7 +15,7 @@ import stat
 import tempfile
 from pathlib import Path
 
-from . import facts
+from . import cachedir, facts
 from .analysis import needs
 
 PACKAGE = Path(__file__).resolve().parent
@@ -78,14 +78,7 @@ class FactsCache:
         """The cached facts for `key`, as facts of the file at `path`; None on any miss."""
         if self.folder is None:
             return None
-        try:
-            fd = os.open(self.folder / key[:2] / key, os.O_RDONLY | os.O_NONBLOCK)
-            with os.fdopen(fd, "rb") as handle:
-                if not stat.S_ISREG(os.fstat(fd).st_mode):
-                    return None  # a FIFO or device planted in the cache must never block the run
-                found = pickle.load(handle)
-        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError, TypeError):
-            return None
+        found = cachedir.load(self.folder / key[:2] / key)
         if not isinstance(found, facts.ModuleFacts):
             return None
         found.path = path

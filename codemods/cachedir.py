@@ -5,6 +5,8 @@ importing the facts."""
 from __future__ import annotations
 
 import os
+import pickle
+import stat
 from pathlib import Path
 
 ENV = "CONTRACTFIX_CACHE_DIR"
@@ -15,3 +17,15 @@ def default_folder() -> Path:
         return Path(os.environ[ENV])
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     return base / "contractfix" / "facts"
+
+
+def load(path: Path) -> object:
+    """The object pickled at `path`; None where there is none, where it is a link or not a
+    regular file (a FIFO or device planted in the cache must never block the run), or where it
+    cannot be read back."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+        with os.fdopen(fd, "rb") as handle:
+            return pickle.load(handle) if stat.S_ISREG(os.fstat(fd).st_mode) else None
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError, TypeError):
+        return None

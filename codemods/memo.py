@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Generic, TypeVar
 
-from . import inputs
+from . import cachedir, inputs
 
 T = TypeVar("T")
 P = TypeVar("P", str, Path)
@@ -51,14 +51,8 @@ class Memo(Generic[T]):
             return self.values
         digest = hashlib.sha256(Path(self.computed_by).read_bytes()).hexdigest()[:16]
         self.file = self.folder / "memo" / f"{self.name}-{digest}.pickle"
-        try:
-            fd = os.open(self.file, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
-            with os.fdopen(fd, "rb") as handle:
-                if stat.S_ISREG(os.fstat(fd).st_mode):
-                    loaded = pickle.load(handle)
-                    self.values = loaded if isinstance(loaded, dict) else {}
-        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError, TypeError):
-            self.values = {}
+        loaded = cachedir.load(self.file)
+        self.values = loaded if isinstance(loaded, dict) else {}
         return self.values
 
     def get(self, path: P, compute: Callable[[R], T], read: Callable[[P], R]) -> T:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import __version__, inputs
+from . import __version__, cachedir, inputs
 
 if TYPE_CHECKING:
     from .config import Options
@@ -74,14 +74,7 @@ def folder(cache_folder: Path) -> Path:
 
 def get(cache_folder: Path, name: str) -> Entry | None:
     """The entry `name`, if it is there and every input still has its stamp."""
-    try:
-        fd = os.open(folder(cache_folder) / name, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
-        with os.fdopen(fd, "rb") as handle:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                return None  # a FIFO or device planted in the cache must never block the run
-            found = pickle.load(handle)
-    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError, TypeError):
-        return None
+    found = cachedir.load(folder(cache_folder) / name)
     if not isinstance(found, Entry) or not inputs.unchanged(found.stamps):
         return None
     return found
