@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from dataclasses import fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -112,11 +113,13 @@ def rendered_check(paths: list[Path], options: config.Options, fmt: str, verbose
         return kept.output, kept.code
     from . import engine
 
+    started = time.time_ns()
     with inputs.recorded(skipped=(folder, results.PACKAGE)) as seen:
         report = engine.check(paths, options, found)
         out = render(report, fmt, verbose, "check", statistics, None, quiet)
     code = exit_code(report, warnings_as_errors=options.warnings_as_errors)
-    results.put(folder, name, results.Entry(out, code, seen.stamps))
+    if all(inputs.settled(stamp, started) for stamp in seen.stamps.values()):  # else the next run checks again
+        results.put(folder, name, results.Entry(out, code, seen.stamps))
     return out, code
 
 

@@ -48,6 +48,19 @@ def stamp(path: str) -> Stamp:
     return info.st_mtime_ns, info.st_ctime_ns, info.st_size, info.st_ino
 
 
+SETTLED_NS = 2 * 10**9
+"""How long before a run a file must have last changed for an answer read from it to be kept
+by its stamp: a file system that keeps whole seconds (ext3, HFS+; FAT two) gives an edit made
+in the same tick as the run the stamp the run saw. git's index meets the same race ("racily
+clean" entries) and treats those files as changed."""
+
+
+def settled(stamp: Stamp, since_ns: int) -> bool:
+    """Whether `stamp`'s last change (its ctime, which every change moves) is older than
+    `SETTLED_NS` before `since_ns`: a later edit cannot then leave the stamp as it is."""
+    return stamp is None or since_ns - stamp[1] > SETTLED_NS
+
+
 def unchanged(stamps: dict[str, Stamp]) -> bool:
     """Whether every path still has the stamp it was recorded with (None: still nothing there)."""
     return all(stamp(path) == value for path, value in stamps.items())

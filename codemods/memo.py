@@ -16,6 +16,7 @@ import os
 import pickle
 import stat
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Generic, TypeVar
@@ -43,6 +44,8 @@ class Memo(Generic[T]):
         self.values: dict[str, tuple[Stamp, T]] | None = None
         self.used: set[str] = set()
         self.changed = False
+        self.unsettled: set[str] = set()
+        """Files changed too shortly before their value was computed to keep it (`inputs.settled`)."""
 
     def _load(self) -> dict[str, tuple[Stamp, T]]:
         """The stored values, read on first use: a run that needs none never opens the file."""
@@ -65,6 +68,7 @@ class Memo(Generic[T]):
         value answered): a caller that needs the bytes for some answers reads them once. A file
         is stored under its absolute path, the same whatever folder a run starts in."""
         inputs.note(path)  # a stored value answers without a read that `inputs` would see
+        looked = time.time_ns()
         info = os.stat(path)
         stamp = (info.st_mtime_ns, info.st_ctime_ns, info.st_size, info.st_ino)
         key = os.path.abspath(path)
@@ -77,6 +81,8 @@ class Memo(Generic[T]):
         value = compute(data)
         values[key] = (stamp, value)
         self.changed = True
+        if not inputs.settled(stamp, looked):
+            self.unsettled.add(key)  # this run's answer; the next computes it again
         return value, data
 
     def flush(self) -> None:
@@ -85,6 +91,7 @@ class Memo(Generic[T]):
             return
         if len(self.values) > KEPT:
             self.values = {key: self.values[key] for key in self.used if key in self.values}
+        kept = {key: value for key, value in self.values.items() if key not in self.unsettled}
         folder = self.file.parent
         try:
             folder.mkdir(parents=True, exist_ok=True)
@@ -92,7 +99,7 @@ class Memo(Generic[T]):
                 return  # a planted link: never write into what it leads to
             fd, temp = tempfile.mkstemp(dir=folder, suffix=".tmp")
             with os.fdopen(fd, "wb") as handle:
-                pickle.dump(self.values, handle, protocol=pickle.HIGHEST_PROTOCOL)
+                pickle.dump(kept, handle, protocol=pickle.HIGHEST_PROTOCOL)
             os.replace(temp, self.file)
             self.changed = False
         except OSError:

@@ -96,6 +96,15 @@ def in_dir(tmp_path: Path):
         os.chdir(old)
 
 
+@pytest.fixture(autouse=True)
+def _files_settle_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests write a file and check it within milliseconds, where a run trusts no stamp younger
+    than `inputs.SETTLED_NS` (tests/test_results.py checks that rule with it in force)."""
+    from contractfix import inputs
+
+    monkeypatch.setattr(inputs, "SETTLED_NS", 0)
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _private_facts_cache(tmp_path_factory: pytest.TempPathFactory):
     """Tests never share the user's facts cache."""

@@ -9,9 +9,10 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
-from contractfix import engine, memo
+from contractfix import cachedir, engine, inputs, memo
 from contractfix.config import Options
 from contractfix.findings import Report
 from contractfix.memo import Memo
@@ -120,11 +121,12 @@ def test_a_warm_one_file_check_imports_only_what_checking_needs(tmp_path: Path) 
         "print(json.dumps(sorted(sys.modules)), file=sys.stderr)\n"
     )
     env = dict(os.environ, CONTRACTFIX_CACHE_DIR=str(tmp_path / "cache"))
-    target = _registered_tree(tmp_path) / "demo_base.py"
+    target = _registered_tree(tmp_path / "work") / "demo_base.py"  # the cache outside the folders a run lists
     runs = []
     for touch in (False, True, False):
         if touch:
             _touched(target)
+            time.sleep(2.2)  # past the 2 s of `inputs.SETTLED_NS` the runs keep: a settled file's output is kept
         runs.append(subprocess.run([sys.executable, "-c", script, str(target)], env=env, capture_output=True, text=True))
     assert "PP002" in runs[1].stdout, runs[1].stdout + runs[1].stderr
     loaded = set(json.loads(runs[1].stderr.splitlines()[-1]))
@@ -196,6 +198,23 @@ def test_a_warm_check_of_a_tree_reads_no_file_again_that_cannot_take_part(tmp_pa
     opened.clear()
     engine.analyze([models / "demo_base.py"], Options(), Report())
     assert not [name for name in opened if name.startswith("contract-files")], "one file is read anyway"
+
+
+def test_an_answer_from_a_file_changed_just_before_is_not_kept(tmp_path: Path, monkeypatch) -> None:
+    """A file changed within `inputs.SETTLED_NS` of the lookup could change again in the same
+    tick of a coarse clock and keep its stamp: its answer serves this run, and is not written."""
+    source = tmp_path / "m.py"
+    source.write_bytes(b"class A(Base): pass\n")
+    monkeypatch.setattr(inputs, "SETTLED_NS", 3600 * 10**9)
+    fresh = Memo(tmp_path / "cache", "words", __file__)
+    assert fresh.get(source, _words, Path.read_bytes) == _words(source.read_bytes())
+    fresh.flush()
+    assert cachedir.load(fresh.file) == {}
+    monkeypatch.setattr(inputs, "SETTLED_NS", 0)
+    settled = Memo(tmp_path / "cache", "words", __file__)
+    settled.get(source, _words, Path.read_bytes)
+    settled.flush()
+    assert list(cachedir.load(settled.file)) == [str(source)]
 
 
 def test_a_memo_past_its_bound_keeps_what_the_run_used(tmp_path: Path, monkeypatch) -> None:

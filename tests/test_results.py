@@ -30,7 +30,7 @@ def tree(tmp_path: Path, monkeypatch) -> Path:
     """A copy of a tree whose subclass's finding depends on a base in another file, as the
     current folder, with a cache of its own."""
     monkeypatch.setenv("CONTRACTFIX_CACHE_DIR", str(tmp_path / "cache"))
-    copy = tmp_path / "tree"
+    copy = tmp_path / "work" / "tree"  # a run lists the folder above the import root (for unpacked wheels): not the cache's
     shutil.copytree(CROSS_FILE, copy)
     monkeypatch.chdir(copy)
     return copy
@@ -54,7 +54,19 @@ def test_an_unchanged_check_is_reused_with_its_exit_code(tree: Path, monkeypatch
     first = _check([DERIVED])
     assert "PP001" in first[0] and first[1] == cliutil.EXIT_FINDINGS
     assert _reused(monkeypatch, [DERIVED]) == first
-    assert list((tree.parent / "cache" / "results").iterdir())
+    assert list((tree.parent.parent / "cache" / "results").iterdir())
+
+
+def test_an_output_read_from_a_file_changed_just_before_is_not_kept(tree: Path, monkeypatch) -> None:
+    """Where a file system keeps whole seconds, an edit made in the same second as a check leaves
+    the stamp the check saw: what a check read from a file changed within `SETTLED_NS` before it
+    began is not kept: the next run checks again."""
+    monkeypatch.setattr(inputs, "SETTLED_NS", 3600 * 10**9)  # every file of the copy: changed "just now"
+    first = _check([DERIVED])
+    assert not list((tree.parent.parent / "cache" / "results").glob("*"))
+    monkeypatch.setattr(inputs, "SETTLED_NS", 0)
+    assert _check([DERIVED]) == first
+    assert _reused(monkeypatch, [DERIVED]) == first
 
 
 def test_each_format_and_verbosity_is_kept_on_its_own(tree: Path, monkeypatch) -> None:
@@ -100,19 +112,19 @@ def test_a_file_added_to_a_checked_folder_is_checked(tree: Path) -> None:
 def test_no_cache_and_sarif_never_reuse(tree: Path, monkeypatch) -> None:
     _check([DERIVED], fmt="sarif")
     _check([DERIVED], Options(cache=False))
-    assert not (tree.parent / "cache" / "results").exists()
+    assert not (tree.parent.parent / "cache" / "results").exists()
 
 
 def test_an_entry_that_cannot_be_read_is_a_miss(tree: Path, monkeypatch) -> None:
     first = _check([DERIVED])
-    for kept in (tree.parent / "cache" / "results").iterdir():
+    for kept in (tree.parent.parent / "cache" / "results").iterdir():
         kept.write_bytes(b"not a pickle")
     assert _check([DERIVED]) == first
 
 
 def test_a_fifo_or_a_link_planted_as_an_entry_is_a_miss_that_never_blocks(tree: Path, tmp_path: Path) -> None:
     first = _check([DERIVED])
-    kept = next((tree.parent / "cache" / "results").iterdir())
+    kept = next((tree.parent.parent / "cache" / "results").iterdir())
     elsewhere = tmp_path / "elsewhere"
     elsewhere.write_bytes(kept.read_bytes())
     kept.unlink()
@@ -132,8 +144,8 @@ def test_a_fifo_or_a_link_planted_as_an_entry_is_a_miss_that_never_blocks(tree: 
 def test_a_results_folder_planted_as_a_link_is_never_written_through(tree: Path, tmp_path: Path) -> None:
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    (tree.parent / "cache").mkdir()
-    (tree.parent / "cache" / "results").symlink_to(elsewhere, target_is_directory=True)
+    (tree.parent.parent / "cache").mkdir()
+    (tree.parent.parent / "cache" / "results").symlink_to(elsewhere, target_is_directory=True)
     assert "PP001" in _check([DERIVED])[0]
     assert list(elsewhere.iterdir()) == []
 
@@ -142,7 +154,7 @@ def test_the_oldest_entries_go_past_the_bound(tree: Path, monkeypatch) -> None:
     monkeypatch.setattr(results, "KEPT", 2)
     for fmt in ("text", "full", "json"):
         _check([DERIVED], fmt=fmt)
-    assert len(list((tree.parent / "cache" / "results").iterdir())) == 2
+    assert len(list((tree.parent.parent / "cache" / "results").iterdir())) == 2
 
 
 def _trees() -> list[Path]:
