@@ -93,7 +93,7 @@ def _selected_families(run: Callable[Concatenate[list[Path], Options, P], R]
                        ) -> Callable[Concatenate[list[Path], Options, P], R]:
     """Run with only the families that have a selected rule analyzed for (`families.only`):
     `--select PP` neither reads the files nor parses the classes that PF and PM alone ask
-    for, nor reads their facts (on vLLM 0.33.0, a fifth of a cold check's time)."""
+    for, nor reads their facts (a cold check of vLLM 0.33.0: 1.5 s for PP, 2.2 s for all)."""
     @functools.wraps(run)
     def wrapped(paths: list[Path], options: Options, *args: P.args, **kwargs: P.kwargs) -> R:
         chosen = {family_of(code).prefix for code in rules.ALL if options.wants(code)}

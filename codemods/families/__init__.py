@@ -55,7 +55,6 @@ def files() -> tuple[tuple[bytes, ...], ...]:
     return tuple(family.files for family in _active if family.files)
 
 
-
 def family_of(code: str) -> Family:
     """The family a rule code belongs to (its two-letter prefix)."""
     return next(family for family in FAMILIES if code.startswith(family.prefix))
