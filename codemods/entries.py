@@ -193,8 +193,7 @@ def _vllm_drafts(index: Index) -> set[str]:
     (an extra path, the installed vLLM): a plugin that registers one replaces a drafter."""
     for root in index.roots:
         path = root / REGISTRY
-        inputs.note(path)
-        if path.is_file():
+        if inputs.is_file(path):
             try:
                 return {e.arch for e in load_registry(path) if DRAFT_TABLE in e.table}
             except RegistryError:
@@ -229,10 +228,8 @@ def _entry_points(paths: list[Path], targets) -> list:
     folders: list[Path] = []
     for path in paths:
         path = path.resolve()
-        inputs.note(path)
-        folder = path if path.is_dir() else path.parent
-        inputs.note(folder / "__init__.py")
-        folders += [folder, import_root(folder / "__init__.py") if (folder / "__init__.py").is_file() else folder]
+        folder = path if inputs.is_dir(path) else path.parent
+        folders += [folder, import_root(folder / "__init__.py") if inputs.is_file(folder / "__init__.py") else folder]
     folders += [Path(targets[0].path).resolve().parent] if targets and not folders else []
     seen: list = []
     for folder in dict.fromkeys(f for f in folders):

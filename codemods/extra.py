@@ -21,14 +21,11 @@ def extra_roots(folders: tuple[Path, ...], roots: set[Path], sources: list[tuple
     said: list[str] = []
     for folder in folders:
         folder = folder.resolve()
-        inputs.note(folder / "__init__.py")
-        root = import_root(folder / "__init__.py") if (folder / "__init__.py").is_file() else folder
+        root = import_root(folder / "__init__.py") if inputs.is_file(folder / "__init__.py") else folder
         if root not in roots and root not in found:
             found.append(root)
             said.append(f"extra path {root}: resolves bases, producers and helpers only")
-    for root in [*roots, *found]:
-        inputs.note(root / "vllm")
-    if any((r / "vllm").is_dir() for r in [*roots, *found]):
+    if any(inputs.is_dir(r / "vllm") for r in [*roots, *found]):
         return found, said
     if not installed or not any(IMPORTS_VLLM.search(data) for _, data in sources):
         return found, said

@@ -89,18 +89,13 @@ def _package_root(folder: Path) -> Path:
     `pkg/models/__init__.py`, `pkg/models/x.py` imports as `pkg.models.x`); with no regular
     package above, `folder` is the root itself."""
     above = folder
-    while not _has_init(above):
+    while not inputs.is_file(above / "__init__.py"):
         if above.parent == above:
             return folder
         above = above.parent
-    while _has_init(above) and above.parent != above:
+    while inputs.is_file(above / "__init__.py") and above.parent != above:
         above = above.parent
     return above
-
-
-def _has_init(folder: Path) -> bool:
-    inputs.note(folder / "__init__.py")
-    return (folder / "__init__.py").is_file()
 
 
 def module_of(path: Path, roots: dict[Path, Path]) -> tuple[Path, str]:
@@ -202,8 +197,7 @@ class Index:
         for root in self.roots:
             base = root.joinpath(*name.split("."))
             for candidate in (base.with_suffix(".py"), base / "__init__.py"):
-                inputs.note(candidate)
-                if candidate.is_file() and not candidate.is_symlink():
+                if inputs.is_file(candidate) and not candidate.is_symlink():
                     try:
                         facts = self.parse(candidate.read_bytes(), str(candidate), name, headers_only=True)
                     except (SyntaxError, ValueError, OSError):

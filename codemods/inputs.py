@@ -4,8 +4,9 @@ nothing was there), so that a later run can tell the result still stands (`resul
 
 Reads and listings are seen through the interpreter's audit events (`open`, `os.listdir`,
 `os.scandir`), so that no reader can be forgotten; a failed `open` counts too, as a file looked
-for. A test of a path's existence or type raises no event, so the few places that test one say
-so with `note`. Nothing is recorded outside `recorded()`: `note` is then a test of a global.
+for. A test of a path's existence or type raises no event, so the places that test one do it
+through `is_file` and `is_dir`, or say so with `note`. Nothing is recorded outside `recorded()`:
+`note` is then a test of a global.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import os
 import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 Stamp = tuple[int, int, int, int] | None
 _WRITES = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
@@ -74,6 +76,18 @@ def note(path: str | bytes | os.PathLike) -> None:
     """Record a path whose existence or type the run tests (reads are seen without this)."""
     if _recording is not None:
         _recording.note(path)
+
+
+def is_file(path: Path) -> bool:
+    """`path.is_file()`, the path recorded as looked for."""
+    note(path)
+    return path.is_file()
+
+
+def is_dir(path: Path) -> bool:
+    """`path.is_dir()`, the path recorded as looked for."""
+    note(path)
+    return path.is_dir()
 
 
 def note_search_path() -> None:

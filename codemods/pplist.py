@@ -57,9 +57,7 @@ def read_list(data: bytes) -> list[str] | None:
 def list_files(files: list[Path], registry: Path | None) -> list[Path]:
     """The checked `config.py` files, and those of the old registry's package."""
     found = [path for path in files if path.name == CONFIG]
-    if registry is not None and registry.name == "__init__.py":
-        inputs.note(registry.parent / REGISTRY.name)
-    if registry is not None and registry.name == "__init__.py" and not (registry.parent / REGISTRY.name).is_file():
+    if registry is not None and registry.name == "__init__.py" and not inputs.is_file(registry.parent / REGISTRY.name):
         root = root_of(registry)
         package = root / registry.resolve().relative_to(root).parts[0]
         for folder, dirs, names in os.walk(package):

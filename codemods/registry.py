@@ -31,11 +31,9 @@ def find_registry(start: Path) -> Path | None:
     """The registry of the vLLM checkout containing `start` (or below it), if there is one: its
     `registry.py`, or in a release before that file the tables of its models package."""
     start = start.resolve()
-    inputs.note(start)
-    for folder in [start, *start.parents] if start.is_dir() else list(start.parents):
+    for folder in [start, *start.parents] if inputs.is_dir(start) else list(start.parents):
         candidate = folder / REGISTRY
-        inputs.note(candidate)
-        if candidate.is_file():
+        if inputs.is_file(candidate):
             return candidate
         if has_tables(folder / OLD_REGISTRY):
             return folder / OLD_REGISTRY
@@ -44,9 +42,8 @@ def find_registry(start: Path) -> Path | None:
 
 def has_tables(path: Path) -> bool:
     """Whether `path` is a readable module with a `*_MODELS` table of (module, class) tuples."""
-    inputs.note(path)
     try:
-        data = read_regular(path) if path.is_file() else b""
+        data = read_regular(path) if inputs.is_file(path) else b""
         return REGISTRY_TABLE_SUFFIX.encode() in data and bool(_raw_entries(data))
     except (RegistryError, OSError):
         return False
@@ -60,7 +57,7 @@ def root_of(registry: Path) -> Path:
             raise RegistryError(f"not a model registry: it is not at {REGISTRY.as_posix()} under an import root")
         return parents[len(REGISTRY.parts) - 1]
     folder = registry.resolve().parent
-    while _has_init(folder) and folder.parent != folder:
+    while inputs.is_file(folder / "__init__.py") and folder.parent != folder:
         folder = folder.parent
     return folder
 
@@ -70,7 +67,7 @@ def package_of(path: Path) -> str:
     the package its relative module names are resolved in."""
     folder = path.resolve().parent
     parts: list[str] = []
-    while _has_init(folder) and folder.parent != folder:
+    while inputs.is_file(folder / "__init__.py") and folder.parent != folder:
         parts.insert(0, folder.name)
         folder = folder.parent
     return ".".join(parts) or MODELS_PACKAGE
@@ -139,11 +136,6 @@ def _entry(key: ast.expr | None, value: ast.expr, table: str) -> Raw | None:
         return None
     *parts, cls = texts
     return key.value, ".".join(parts), cls, table, key.lineno
-
-
-def _has_init(folder: Path) -> bool:
-    inputs.note(folder / "__init__.py")
-    return (folder / "__init__.py").is_file()
 
 
 def is_vllm_registry(path: Path) -> bool:

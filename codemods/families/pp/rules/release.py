@@ -21,11 +21,7 @@ def release_text(ctx: Context, *parts: str) -> str | None:
 
 def release_folder(ctx: Context, *parts: str) -> Path | None:
     """The folder `<package>/<parts>` of the release, or None where there is none."""
-    for folder in (p.joinpath(*parts) for p in _packages(ctx, _interface(ctx))):
-        inputs.note(folder)
-        if folder.is_dir():
-            return folder
-    return None
+    return next((f for f in (p.joinpath(*parts) for p in _packages(ctx, _interface(ctx))) if inputs.is_dir(f)), None)
 
 
 def interface_text(ctx: Context) -> str | None:
