@@ -12,7 +12,8 @@ written by the commands measured: `fix` runs with --diff and the libcst codemod 
 The package's bytecode is written first, as an install writes it (see `_compile_package`).
 Then the four figures, each beside its reference, pair by pair (--runs pairs; the median of the
 per-pair ratios is printed, with the load average):
-- the cold whole-tree check against `ruff check --no-cache --select F401`, per version;
+- the cold whole-tree check against `ruff check --no-cache --select F401`, per version, with every
+  family of rules (the default) and with each family alone (`--select PP`, ...);
 - a warm one-file check (the pre-commit case) against `python -c pass`;
 - `fix --diff --unsafe-fixes` against `check`, on each version and on the newest with one violation
   injected into each model file that has a site for one (tests/mutations.py);
@@ -45,6 +46,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import psutil
+
+from contractfix.families import FAMILIES
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import generated  # noqa: E402 (bench/ is no package: its modules import each other from this folder)
@@ -102,8 +105,12 @@ def main() -> None:
     for version, tree in trees.items():
         print(f"\n== vLLM {version}: {tree} ({_count_py(tree)} Python files)", flush=True)
         pairs = cold_pairs(tree, args.runs)
-        figures["cold_check_vs_ruff"][version] = _figure(pairs, files=_count_py(tree))
-        _say("cold check vs `ruff check --no-cache --select F401`", figures["cold_check_vs_ruff"][version])
+        figure = figures["cold_check_vs_ruff"][version] = _figure(pairs, files=_count_py(tree))
+        _say("cold check vs `ruff check --no-cache --select F401`", figure)
+        figure["families"] = {}
+        for family in FAMILIES:
+            figure["families"][family.prefix] = _figure(cold_pairs(tree, args.runs, family.prefix))
+            _say(f"the same, --select {family.prefix}", figure["families"][family.prefix])
     if not args.cold_ratio:
         figures.update(other_figures(trees, args.runs))
     for version, tree in trees.items():
@@ -301,15 +308,16 @@ def tasks(tree: Path) -> list[Task]:
     return listed
 
 
-def cold_pairs(tree: Path, runs: int) -> list[tuple[float, float, float]]:
+def cold_pairs(tree: Path, runs: int, select: str = "") -> list[tuple[float, float, float]]:
     """(contractfix cold check, ruff F401 without cache, ratio), run pair by pair so that both
-    commands of a pair meet the same load on a shared machine."""
-    contractfix = _contractfix()
+    commands of a pair meet the same load on a shared machine. `select`: the rules checked (a
+    family's prefix), every rule where empty."""
+    contractfix = [_contractfix(), "check", *(("--select", select) if select else ())]
     pairs = []
     with tempfile.TemporaryDirectory(prefix="contractfix-bench-") as scratch:
         for _ in range(runs):
             env = {**os.environ, "CONTRACTFIX_CACHE_DIR": tempfile.mkdtemp(dir=scratch)}
-            ours = run([contractfix, "check", str(tree)], env, scratch)
+            ours = run([*contractfix, str(tree)], env, scratch)
             theirs = run([_script("ruff"), "check", "--no-cache", "--select", "F401", "--exit-zero", str(tree)], env, scratch)
             pairs.append((ours, theirs, ours / theirs))
     return pairs

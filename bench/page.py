@@ -53,6 +53,15 @@ def _figures(figures: dict) -> list[str]:
         out += [f"| vLLM {v} ({f['files']} files) | {f['ours']:.2f} s | {f['reference']:.2f} s | {f['ratio']:.2f}x |"
                 for v, f in cold.items()]
         out.append("")
+        alone = {v: f["families"] for v, f in cold.items() if f.get("families")}
+        prefixes = list(dict.fromkeys(p for families in alone.values() for p in families))
+        if alone:
+            out += ["Each family of rules alone (`contractfix check --select <prefix>`, each run beside its own ruff "
+                    "run; seconds, and the ratio to ruff):", "",
+                    "| tree | " + " | ".join(prefixes) + " | every family |", "|---|" + "---:|" * (len(prefixes) + 1)]
+            out += [f"| vLLM {v} | " + " | ".join(_cell(families.get(p)) for p in prefixes) + f" | {_cell(cold[v])} |"
+                    for v, families in alone.items()]
+            out.append("")
     one = figures.get("one_file_vs_python")
     if one:
         out += [f"**One file, warm** (the pre-commit case: `contractfix check {one['file']}`, interpreter start-up "
@@ -85,6 +94,10 @@ def _figures(figures: dict) -> list[str]:
                        f"{g['fix_exponent']:.2f} | {g['check_exponent']:.2f} |")
         out.append("")
     return out
+
+
+def _cell(figure: dict | None) -> str:
+    return "" if figure is None else f"{figure['ours']:.2f} s ({figure['ratio']:.2f}x)"
 
 
 def _seconds(values: list[float]) -> str:
