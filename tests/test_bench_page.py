@@ -8,6 +8,7 @@ from pathlib import Path
 
 from contractfix import engine
 from contractfix.config import Options
+from contractfix.families import FAMILIES
 
 from .conftest import ROOT, bench_module
 
@@ -22,6 +23,8 @@ def test_the_benchmark_page_is_rendered_from_the_saved_run() -> None:
     machine = document["machine"]
     assert machine["commit"] in rendered and machine["cpu"] in rendered and "load average" in rendered
     assert set(document["figures"]) == {"cold_check_vs_ruff", "one_file_vs_python", "fix_vs_check", "fix_growth"}
+    families = {family.prefix for family in FAMILIES}
+    assert all(set(cold["families"]) == families for cold in document["figures"]["cold_check_vs_ruff"].values())
 
 
 def test_the_generated_files_hold_the_fixes_they_say(tmp_path: Path) -> None:
