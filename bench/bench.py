@@ -90,7 +90,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=7, help="timed runs per command (median reported)")
     parser.add_argument("--cache", type=Path, default=_default_cache(), help="where wheels and sources are kept")
     parser.add_argument("--output", type=Path, help="JSON results (default: <cache>/bench/results.json)")
-    parser.add_argument("--cold-ratio", action="store_true", help="only the cold check vs ruff pairs (a minute, not an hour)")
+    parser.add_argument("--cold-ratio", action="store_true", help="only the cold check vs ruff pairs (minutes, not an hour)")
     parser.add_argument("--figures-only", action="store_true", help="the four figures, not every command")
     parser.add_argument("--page", type=Path, help="also write <PAGE>/benchmark.json and render <PAGE>/benchmark.md")
     args = parser.parse_args()

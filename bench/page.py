@@ -54,8 +54,8 @@ def _figures(figures: dict) -> list[str]:
                 for v, f in cold.items()]
         out.append("")
         alone = {v: f["families"] for v, f in cold.items() if f.get("families")}
-        prefixes = list(dict.fromkeys(p for families in alone.values() for p in families))
         if alone:
+            prefixes = list(dict.fromkeys(p for families in alone.values() for p in families))
             out += ["Each family of rules alone (`contractfix check --select <prefix>`, each run beside its own ruff "
                     "run; seconds, and the ratio to ruff):", "",
                     "| tree | " + " | ".join(prefixes) + " | every family |", "|---|" + "---:|" * (len(prefixes) + 1)]
