@@ -12,7 +12,6 @@ import hashlib
 import os
 import pickle
 import stat
-import tempfile
 from pathlib import Path
 
 from . import cachedir, facts
@@ -92,15 +91,8 @@ class FactsCache:
         """Store an entry already pickled (`dumps`): a worker process stores the facts it sends."""
         if self.folder is None:
             return
-        folder = self.folder / key[:2]
         try:
-            folder.mkdir(parents=True, exist_ok=True)
-            if not stat.S_ISDIR(folder.lstat().st_mode):
-                raise NotADirectoryError(folder)  # a planted link: never write into what it leads to
-            fd, temp = tempfile.mkstemp(dir=folder, suffix=".tmp")
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(entry)
-            os.replace(temp, folder / key)
+            cachedir.store(self.folder / key[:2], key, entry)
         except OSError:
             self.folder = None
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import pickle
 import stat
+import tempfile
 from pathlib import Path
 
 ENV = "CONTRACTFIX_CACHE_DIR"
@@ -29,3 +30,20 @@ def load(path: Path) -> object:
             return pickle.load(handle) if stat.S_ISREG(os.fstat(fd).st_mode) else None
     except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError, TypeError):
         return None
+
+
+def store(folder: Path, name: str, data: bytes) -> None:
+    """Write `data` as `folder/name` atomically (a temporary file replaced into place, removed
+    again where the write fails). Raises OSError where it cannot, and where `folder` is a link or
+    not a folder: a planted link is never written through."""
+    folder.mkdir(parents=True, exist_ok=True)
+    if not stat.S_ISDIR(folder.lstat().st_mode):
+        raise NotADirectoryError(folder)
+    fd, temp = tempfile.mkstemp(dir=folder, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(temp, folder / name)
+    except OSError:
+        os.unlink(temp)  # a full disk: no half-written entry left behind
+        raise

@@ -14,8 +14,6 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
-import stat
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -92,15 +90,8 @@ class Memo(Generic[T]):
         if len(self.values) > KEPT:
             self.values = {key: self.values[key] for key in self.used if key in self.values}
         kept = {key: value for key, value in self.values.items() if key not in self.unsettled}
-        folder = self.file.parent
         try:
-            folder.mkdir(parents=True, exist_ok=True)
-            if not stat.S_ISDIR(folder.lstat().st_mode):
-                return  # a planted link: never write into what it leads to
-            fd, temp = tempfile.mkstemp(dir=folder, suffix=".tmp")
-            with os.fdopen(fd, "wb") as handle:
-                pickle.dump(kept, handle, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(temp, self.file)
+            cachedir.store(self.file.parent, self.file.name, pickle.dumps(kept, protocol=pickle.HIGHEST_PROTOCOL))
             self.changed = False
         except OSError:
             return

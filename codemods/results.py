@@ -14,9 +14,7 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
-import stat
 import sys
-import tempfile
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -84,17 +82,7 @@ def put(cache_folder: Path, name: str, entry: Entry) -> None:
     """Store `entry`, and remove the oldest past `KEPT`; a folder that cannot be written is left as it is."""
     where = folder(cache_folder)
     try:
-        where.mkdir(parents=True, exist_ok=True)
-        if not stat.S_ISDIR(where.lstat().st_mode):
-            return  # a planted link: never write into what it leads to
-        fd, temp = tempfile.mkstemp(dir=where, suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                pickle.dump(entry, handle, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(temp, where / name)
-        except OSError:
-            os.unlink(temp)  # a full disk: no half-written entry left behind
-            raise
+        cachedir.store(where, name, pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL))
         with os.scandir(where) as listed:
             kept = sorted((e for e in listed if not e.name.endswith(".tmp")), key=lambda e: e.stat().st_mtime_ns)
         for old in kept[:-KEPT]:
